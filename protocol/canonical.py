@@ -1,0 +1,37 @@
+"""Canonical msgpack: one byte string for one value, so that hashes and signatures agree.
+
+Rules (``spec/protocol.md`` section "Canonical encoding"): maps have string keys sorted by their
+UTF-8 bytes; integers take the shortest msgpack form (msgpack-python already does this); strings
+are ``str`` (UTF-8), byte strings are ``bin``; arrays are arrays; no floats, no ext types. Any
+implementation that follows these rules produces the same bytes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgpack
+
+__all__ = ["canonical", "canonical_pack"]
+
+
+def canonical(value: Any) -> Any:
+    """Return ``value`` with every map's keys sorted (recursively) and tuples turned into lists."""
+    if isinstance(value, dict):
+        for k in value:
+            if not isinstance(k, str):
+                raise TypeError(f"canonical maps need string keys, got {type(k).__name__}")
+        return {k: canonical(value[k]) for k in sorted(value, key=lambda s: s.encode())}
+    if isinstance(value, list | tuple):
+        return [canonical(v) for v in value]
+    if isinstance(value, float):
+        raise TypeError("floats have no canonical form here; use integers")
+    if value is None or isinstance(value, bool | int | str | bytes):
+        return value
+    raise TypeError(f"no canonical form for {type(value).__name__}")
+
+
+def canonical_pack(value: Any) -> bytes:
+    """Pack ``value`` canonically (see module docstring)."""
+    packed: bytes = msgpack.packb(canonical(value), use_bin_type=True)
+    return packed

@@ -1,0 +1,96 @@
+"""Cells and coordinates.
+
+A cell is written as its column letter(s) and its row number, as in the seeds: ``E5``. Columns past
+``Z`` continue as in a spreadsheet (``AA``, ``AB``, ...) so that expanded grids keep readable
+labels. Internally a cell is a zero-based ``(row, col)`` pair; its *index* (``row * cols + col``)
+orders the cells of a grid and is what commitments bind to.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from .errors import ErrorCode, Refused
+
+__all__ = ["Cell", "column_label", "parse_cell"]
+
+_CELL_RE = re.compile(r"^([A-Z]{1,2})([1-9][0-9]{0,2})$")
+
+
+class Cell(NamedTuple):
+    """A zero-based ``(row, col)`` position on a grid."""
+
+    row: int
+    col: int
+
+    def label(self) -> str:
+        """The seed notation of this cell, e.g. ``Cell(4, 4).label() == "E5"``."""
+        return f"{column_label(self.col)}{self.row + 1}"
+
+    def index(self, cols: int) -> int:
+        """The cell's index on a grid of ``cols`` columns (row-major)."""
+        return self.row * cols + self.col
+
+    def on(self, rows: int, cols: int) -> bool:
+        """Whether the cell lies on a ``rows`` x ``cols`` grid."""
+        return 0 <= self.row < rows and 0 <= self.col < cols
+
+    def neighbours(self, rows: int, cols: int) -> list[Cell]:
+        """The up to eight cells round this one (sides and corners) that lie on the grid."""
+        out = []
+        for dr in (-1, 0, 1):
+            for dc in (-1, 0, 1):
+                if dr or dc:
+                    c = Cell(self.row + dr, self.col + dc)
+                    if c.on(rows, cols):
+                        out.append(c)
+        return out
+
+    def corners(self, rows: int, cols: int) -> list[Cell]:
+        """The up to four diagonal neighbours that lie on the grid."""
+        out = []
+        for dr in (-1, 1):
+            for dc in (-1, 1):
+                c = Cell(self.row + dr, self.col + dc)
+                if c.on(rows, cols):
+                    out.append(c)
+        return out
+
+    def __str__(self) -> str:
+        return self.label()
+
+
+def column_label(col: int) -> str:
+    """Column letters: 0 -> ``A``, 25 -> ``Z``, 26 -> ``AA`` (bijective base 26)."""
+    if col < 0:
+        raise ValueError("column must be >= 0")
+    out = ""
+    n = col + 1
+    while n:
+        n, rem = divmod(n - 1, 26)
+        out = chr(ord("A") + rem) + out
+    return out
+
+
+def parse_cell(text: str, rows: int, cols: int) -> Cell:
+    """Parse ``"E5"`` (case-insensitive, surrounding blanks ignored) into a cell on the grid.
+
+    Raises :class:`Refused` with ``OFF_BOARD`` for text that is not a cell of this grid, so that an
+    unclear or off-board call is refused and the shot is kept (002: "ask again"; 004: "refused").
+    """
+    m = _CELL_RE.match(text.strip().upper())
+    if not m:
+        raise Refused(ErrorCode.OFF_BOARD, f"{text!r} is not a cell (expected e.g. E5)")
+    letters, digits = m.groups()
+    col = 0
+    for ch in letters:
+        col = col * 26 + (ord(ch) - ord("A") + 1)
+    cell = Cell(int(digits) - 1, col - 1)
+    if not cell.on(rows, cols):
+        raise Refused(
+            ErrorCode.OFF_BOARD,
+            f"{text.strip().upper()} is off the board "
+            f"(A1-{Cell(rows - 1, cols - 1).label()})",
+        )
+    return cell
