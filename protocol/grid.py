@@ -28,7 +28,7 @@ class Cell(NamedTuple):
         """The seed notation of this cell, e.g. ``Cell(4, 4).label() == "E5"``."""
         return f"{column_label(self.col)}{self.row + 1}"
 
-    def index(self, cols: int) -> int:
+    def index(self, cols: int) -> int:  # type: ignore[override]
         """The cell's index on a grid of ``cols`` columns (row-major)."""
         return self.row * cols + self.col
 
@@ -90,7 +90,6 @@ def parse_cell(text: str, rows: int, cols: int) -> Cell:
     if not cell.on(rows, cols):
         raise Refused(
             ErrorCode.OFF_BOARD,
-            f"{text.strip().upper()} is off the board "
-            f"(A1-{Cell(rows - 1, cols - 1).label()})",
+            f"{text.strip().upper()} is off the board (A1-{Cell(rows - 1, cols - 1).label()})",
         )
     return cell

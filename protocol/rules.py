@@ -157,6 +157,15 @@ class RuleSet:
     clocks: Clocks = field(default_factory=Clocks)
 
     def __post_init__(self) -> None:
+        # Accept the wire spelling of enum options (``shots="salvo-fixed"``) and refuse typos here.
+        for name, enum in _ENUMS.items():
+            value = getattr(self, name)
+            if not isinstance(value, enum):
+                try:
+                    object.__setattr__(self, name, enum(value))
+                except ValueError:
+                    allowed = ", ".join(e.value for e in enum)
+                    raise BadRules(f"{name}={value!r}: expected one of {allowed}") from None
         self._validate()
 
     # -- validation ------------------------------------------------------------------------------
@@ -186,6 +195,8 @@ class RuleSet:
             raise BadRules("hit_again applies to single shots, not to salvos")
         if self.salvo_report is SalvoReport.TOTAL and self.shots is ShotMode.SINGLE:
             raise BadRules("salvo_report=total needs a salvo shot mode")
+        if self.shots is ShotMode.SALVO_AFLOAT and self.sunk is SunkReport.SILENT:
+            raise BadRules("a salvo of one shot per ship afloat needs sinkings announced")
         if self.hit_again_shown and not self.hit_again:
             raise BadRules("hit_again_shown (003's badge) needs hit_again")
         if self.radar and not 1 <= self.radar_size <= min(self.rows, self.cols):
@@ -463,8 +474,12 @@ PRESETS["classic-8x8"] = RuleSet(
     name="classic-8x8",
     rows=8,
     cols=8,
-    fleet=(ShipSpec("Battleship", 4), ShipSpec("Cruiser", 3), ShipSpec("Submarine", 3),
-           ShipSpec("Destroyer", 2)),
+    fleet=(
+        ShipSpec("Battleship", 4),
+        ShipSpec("Cruiser", 3),
+        ShipSpec("Submarine", 3),
+        ShipSpec("Destroyer", 2),
+    ),
 )
 
 

@@ -1,0 +1,1 @@
+"""seabattle.client: the reference client (command line, bots, network shell)."""

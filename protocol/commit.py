@@ -1,0 +1,335 @@
+"""Fleet commitments, openings, reveals and the fair lot.
+
+Theory of operation (normative text: ``spec/protocol.md`` section "Commitments"):
+
+* Every hash is SHA-256 over a one-byte *kind prefix* and the 32-byte *context* ``ctx``, so that no
+  hash of one kind can stand for another, and none can be replayed in another match, game or seat::
+
+      ctx = SHA-256("seabattle/v1/ctx" 0x00 || canonical({"game": g, "match": match_id,
+                                                          "rules": rules_digest, "seat": s,
+                                                          "v": 1}))
+
+* A player draws a 32-byte ``secret``. Each committed value gets its own 128-bit salt derived from
+  it: ``salt = HMAC-SHA256(secret, label || index)[:16]``. Opening one value reveals one salt and
+  nothing about the others (HMAC is a PRF); the final reveal sends ``secret`` and the fleet, from
+  which everything is recomputed.
+
+* One *cell leaf* per grid cell binds whether a ship is there (not which one: 004 forbids a hit to
+  say which ship), one *ship leaf* per ship binds where it lies::
+
+      cell_leaf[i] = SHA-256(0x00 || ctx || u16(i) || u8(occupied) || salt("cell", i))
+      ship_leaf[k] = SHA-256(0x01 || ctx || u8(k) || u8(row) || u8(col) || u8(vertical)
+                             || salt("ship", k))
+      root         = SHA-256(0x02 || ctx || cell_leaf[0] || ... || ship_leaf[0] || ...)
+
+  The commitment sent before the first shot is the full leaf list (3.4 KB for 10x10); its ``root``
+  names it in records and signatures. A flat list rather than a Merkle tree keeps every per-shot
+  proof to one 16-byte salt and one hash to check, on the hot path; the one-time cost is the list.
+
+* A verdict on a cell is proved by a :class:`CellOpening`; a sunk ship the rules show whole by a
+  :class:`ShipOpening`. Everything else is checked against the :class:`Reveal` at the end.
+
+All functions here are pure: the caller passes the randomness in (``secret``, ``nonce``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from .canonical import canonical_pack
+from .errors import ErrorCode, RemoteProtocolError
+from .fleet import Fleet, IllegalFleet, Placement
+from .rules import RuleSet
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "CellOpening",
+    "Commitment",
+    "Committed",
+    "Reveal",
+    "ShipOpening",
+    "coin_commit",
+    "coin_result",
+    "context",
+]
+
+PROTOCOL_VERSION = 1
+SECRET_BYTES = 32
+SALT_BYTES = 16
+
+_CELL, _SHIP, _ROOT = b"\x00", b"\x01", b"\x02"
+_U16 = struct.Struct(">H")
+
+
+def _bad(detail: str) -> RemoteProtocolError:
+    return RemoteProtocolError(ErrorCode.BAD_PROOF, detail)
+
+
+def context(match_id: bytes, game: int, seat: int, rules: RuleSet) -> bytes:
+    """The 32-byte domain-separation context of one player's fleet in one game."""
+    if len(match_id) != 16:
+        raise ValueError("match_id is 16 bytes")
+    body = canonical_pack(
+        {
+            "v": PROTOCOL_VERSION,
+            "match": match_id,
+            "game": game,
+            "seat": seat,
+            "rules": rules.digest(),
+        }
+    )
+    return hashlib.sha256(b"seabattle/v1/ctx\x00" + body).digest()
+
+
+def _salt(secret: bytes, label: bytes, index: int) -> bytes:
+    return hmac.new(secret, label + _U16.pack(index), hashlib.sha256).digest()[:SALT_BYTES]
+
+
+def cell_leaf(ctx: bytes, index: int, occupied: bool, salt: bytes) -> bytes:
+    """The leaf that binds whether cell ``index`` holds a ship."""
+    return hashlib.sha256(
+        _CELL + ctx + _U16.pack(index) + (b"\x01" if occupied else b"\x00") + salt
+    ).digest()
+
+
+def ship_leaf(ctx: bytes, k: int, p: Placement, salt: bytes) -> bytes:
+    """The leaf that binds where ship ``k`` lies."""
+    return hashlib.sha256(_SHIP + ctx + bytes((k, p.row, p.col, int(p.vertical))) + salt).digest()
+
+
+def root_of(ctx: bytes, cells: tuple[bytes, ...], ships: tuple[bytes, ...]) -> bytes:
+    """The root that names a leaf list."""
+    return hashlib.sha256(_ROOT + ctx + b"".join(cells) + b"".join(ships)).digest()
+
+
+@dataclass(frozen=True, slots=True)
+class CellOpening:
+    """Proof of what one cell holds: the occupied bit and that cell's salt."""
+
+    index: int
+    occupied: bool
+    salt: bytes
+
+    def to_dict(self) -> dict[str, Any]:
+        """Wire form."""
+        return {"i": self.index, "occ": self.occupied, "salt": self.salt}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> CellOpening:
+        """Parse the wire form, refusing anything malformed with ``BAD_PROOF``."""
+        if not isinstance(d, dict) or set(d) != {"i", "occ", "salt"}:
+            raise _bad("a cell opening is {i, occ, salt}")
+        i, occ, salt = d["i"], d["occ"], d["salt"]
+        if isinstance(i, bool) or not isinstance(i, int) or not isinstance(occ, bool):
+            raise _bad("cell opening: i is an integer, occ a boolean")
+        if not isinstance(salt, bytes) or len(salt) != SALT_BYTES:
+            raise _bad(f"cell opening: salt is {SALT_BYTES} bytes")
+        return cls(i, occ, salt)
+
+
+@dataclass(frozen=True, slots=True)
+class ShipOpening:
+    """Proof of where one ship lies (for a sunk ship the rules show whole)."""
+
+    ship: int
+    placement: Placement
+    salt: bytes
+
+    def to_dict(self) -> dict[str, Any]:
+        """Wire form."""
+        return {"k": self.ship, "at": self.placement.to_list(), "salt": self.salt}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> ShipOpening:
+        """Parse the wire form, refusing anything malformed with ``BAD_PROOF``."""
+        if not isinstance(d, dict) or set(d) != {"k", "at", "salt"}:
+            raise _bad("a ship opening is {k, at, salt}")
+        k, salt = d["k"], d["salt"]
+        if isinstance(k, bool) or not isinstance(k, int):
+            raise _bad("ship opening: k is an integer")
+        if not isinstance(salt, bytes) or len(salt) != SALT_BYTES:
+            raise _bad(f"ship opening: salt is {SALT_BYTES} bytes")
+        try:
+            p = Placement.from_list(d["at"])
+        except IllegalFleet as e:
+            raise _bad(e.detail) from None
+        return cls(k, p, salt)
+
+
+@dataclass(frozen=True, slots=True)
+class Commitment:
+    """The public commitment of one player's fleet in one game: its leaf list."""
+
+    cells: tuple[bytes, ...]
+    ships: tuple[bytes, ...]
+
+    def root(self, ctx: bytes) -> bytes:
+        """The 32-byte name of this commitment under ``ctx``."""
+        return root_of(ctx, self.cells, self.ships)
+
+    def check_shape(self, rules: RuleSet) -> None:
+        """Refuse a leaf list of the wrong size or with malformed leaves (``BAD_COMMITMENT``)."""
+        if len(self.cells) != rules.cells or len(self.ships) != len(rules.fleet):
+            raise RemoteProtocolError(
+                ErrorCode.BAD_COMMITMENT,
+                f"expected {rules.cells} cell leaves and {len(rules.fleet)} ship leaves, "
+                f"got {len(self.cells)} and {len(self.ships)}",
+            )
+        if any(not isinstance(x, bytes) or len(x) != 32 for x in self.cells + self.ships):
+            raise RemoteProtocolError(ErrorCode.BAD_COMMITMENT, "every leaf is 32 bytes")
+
+    def check_cell(self, ctx: bytes, o: CellOpening) -> None:
+        """Raise ``BAD_PROOF`` unless ``o`` opens this commitment's leaf ``o.index``."""
+        if not 0 <= o.index < len(self.cells):
+            raise _bad(f"cell index {o.index} is off the grid")
+        if not hmac.compare_digest(
+            cell_leaf(ctx, o.index, o.occupied, o.salt), self.cells[o.index]
+        ):
+            raise _bad(f"opening of cell {o.index} does not match the commitment")
+
+    def check_ship(self, ctx: bytes, o: ShipOpening) -> None:
+        """Raise ``BAD_PROOF`` unless ``o`` opens this commitment's ship leaf ``o.ship``."""
+        if not 0 <= o.ship < len(self.ships):
+            raise _bad(f"ship index {o.ship} is not in the fleet")
+        if not hmac.compare_digest(ship_leaf(ctx, o.ship, o.placement, o.salt), self.ships[o.ship]):
+            raise _bad(f"opening of ship {o.ship} does not match the commitment")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Wire form."""
+        return {"cells": list(self.cells), "ships": list(self.ships)}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> Commitment:
+        """Parse the wire form (shape against a rule set is :meth:`check_shape`)."""
+        if (
+            not isinstance(d, dict)
+            or set(d) != {"cells", "ships"}
+            or not isinstance(d["cells"], list)
+            or not isinstance(d["ships"], list)
+        ):
+            raise RemoteProtocolError(ErrorCode.BAD_COMMITMENT, "a commitment is {cells, ships}")
+        return cls(tuple(d["cells"]), tuple(d["ships"]))
+
+
+@dataclass(frozen=True, slots=True)
+class Reveal:
+    """The end-of-game reveal: the fleet and the secret that every salt derives from."""
+
+    fleet: Fleet
+    secret: bytes
+
+    def to_dict(self) -> dict[str, Any]:
+        """Wire form."""
+        return {"fleet": self.fleet.to_list(), "secret": self.secret}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> Reveal:
+        """Parse the wire form, refusing anything malformed with ``BAD_REVEAL``."""
+        if not isinstance(d, dict) or set(d) != {"fleet", "secret"}:
+            raise RemoteProtocolError(ErrorCode.BAD_REVEAL, "a reveal is {fleet, secret}")
+        if not isinstance(d["secret"], bytes) or len(d["secret"]) != SECRET_BYTES:
+            raise RemoteProtocolError(ErrorCode.BAD_REVEAL, f"secret is {SECRET_BYTES} bytes")
+        try:
+            fleet = Fleet.from_list(d["fleet"])
+        except IllegalFleet as e:
+            raise RemoteProtocolError(ErrorCode.BAD_REVEAL, e.detail) from None
+        return cls(fleet, d["secret"])
+
+    def check(self, rules: RuleSet, ctx: bytes, commitment: Commitment) -> list[int]:
+        """Check the reveal opens ``commitment``; return the occupancy (ship index + 1 or 0 per cell).
+
+        Raises ``BAD_REVEAL`` when the leaves differ (the fleet moved, or the commitment was not
+        made from this secret), and :class:`IllegalFleet` when the fleet breaks the rules.
+        """
+        if len(self.fleet.placements) != len(rules.fleet):
+            raise IllegalFleet(
+                f"{len(self.fleet.placements)} ships revealed; the fleet has {len(rules.fleet)}"
+            )
+        # Leaves first: only a fleet that matches the commitment is judged for legality. A fleet
+        # that leaves the board cannot be hashed into a cell index, so legality of bounds comes
+        # from validate() below, after the ship leaves (which do not need bounds) matched.
+        for k, p in enumerate(self.fleet.placements):
+            if not (0 <= p.row < 256 and 0 <= p.col < 256):
+                raise IllegalFleet(f"{rules.fleet[k].name} lies off the board")
+            if ship_leaf(ctx, k, p, _salt(self.secret, b"ship", k)) != commitment.ships[k]:
+                raise RemoteProtocolError(
+                    ErrorCode.BAD_REVEAL,
+                    f"revealed {rules.fleet[k].name} does not match the commitment",
+                )
+        self.fleet.validate(rules)
+        occ = self.fleet.occupancy(rules)
+        for i, o in enumerate(occ):
+            if cell_leaf(ctx, i, o > 0, _salt(self.secret, b"cell", i)) != commitment.cells[i]:
+                raise RemoteProtocolError(
+                    ErrorCode.BAD_REVEAL, f"revealed cell {i} does not match the commitment"
+                )
+        return occ
+
+
+class Committed:
+    """A player's own side of a commitment: fleet and secret, able to open and reveal.
+
+    This is what a client (or a custody referee) holds; the opponent and the referee only ever see
+    :attr:`commitment` and the openings.
+    """
+
+    def __init__(
+        self, rules: RuleSet, fleet: Fleet, secret: bytes, match_id: bytes, game: int, seat: int
+    ) -> None:
+        if len(secret) != SECRET_BYTES:
+            raise ValueError(f"secret is {SECRET_BYTES} bytes")
+        fleet.validate(rules)
+        self.rules = rules
+        self.fleet = fleet
+        self.secret = secret
+        self.ctx = context(match_id, game, seat, rules)
+        self.occupancy = fleet.occupancy(rules)
+        self._cell_salts = [_salt(secret, b"cell", i) for i in range(rules.cells)]
+        self._ship_salts = [_salt(secret, b"ship", k) for k in range(len(rules.fleet))]
+        self.commitment = Commitment(
+            tuple(
+                cell_leaf(self.ctx, i, o > 0, self._cell_salts[i])
+                for i, o in enumerate(self.occupancy)
+            ),
+            tuple(
+                ship_leaf(self.ctx, k, p, self._ship_salts[k])
+                for k, p in enumerate(fleet.placements)
+            ),
+        )
+        self.root = self.commitment.root(self.ctx)
+
+    def open_cell(self, index: int) -> CellOpening:
+        """The proof of what cell ``index`` holds."""
+        return CellOpening(index, self.occupancy[index] > 0, self._cell_salts[index])
+
+    def open_ship(self, k: int) -> ShipOpening:
+        """The proof of where ship ``k`` lies."""
+        return ShipOpening(k, self.fleet.placements[k], self._ship_salts[k])
+
+    def reveal(self) -> Reveal:
+        """The end-of-game reveal."""
+        return Reveal(self.fleet, self.secret)
+
+
+# -- the fair lot -----------------------------------------------------------------------------------
+
+
+def coin_commit(match_id: bytes, game: int, seat: int, nonce: bytes) -> bytes:
+    """Commit to a 32-byte coin ``nonce`` for the lot of ``game``; sent before either coin opens."""
+    if len(nonce) != 32:
+        raise ValueError("coin nonce is 32 bytes")
+    return hashlib.sha256(
+        b"seabattle/v1/coin\x00" + match_id + _U16.pack(game) + bytes((seat,)) + nonce
+    ).digest()
+
+
+def coin_result(nonce0: bytes, nonce1: bytes) -> int:
+    """The seat that fires first: the low bit of SHA-256(nonce0 || nonce1).
+
+    Neither player controls it: each nonce was committed before the other was opened.
+    """
+    return hashlib.sha256(b"seabattle/v1/lot\x00" + nonce0 + nonce1).digest()[-1] & 1

@@ -1,0 +1,699 @@
+"""One game as a pure state machine, as the referee sees it.
+
+Theory of operation (``spec/protocol.md`` section "The game"):
+
+The referee (a server, or each peer for the other) never sees a fleet before the reveal. It holds the
+two :class:`~.commit.Commitment` values and checks every verdict's openings against them the moment
+the verdict arrives; a false opening, or an opening that contradicts the verdict, loses the game at
+once. What no opening can show without leaking (salvo totals, radar answers, named sinkings, silent
+sinkings) is checked against both :class:`~.commit.Reveal` values at the end.
+
+Inputs are method calls (:meth:`Game.commit`, :meth:`Game.fire`, :meth:`Game.answer`, ...). Each
+either raises (:class:`~.errors.Refused` for a move the rules refuse: nothing changes and the mover
+keeps its shot; :class:`~.errors.RemoteProtocolError` for a malformed input: nothing changes) or is
+applied, appended to :attr:`Game.transcript`, and returns the :class:`Event` values that follow.
+Time is an input too: the shell runs the clock that :meth:`Game.deadline` names and calls
+:meth:`Game.expire` when it runs out. The game never reads a clock.
+
+Which input is allowed in which phase is the table :data:`TRANSITIONS`; anything it lacks is refused
+with ``WRONG_PHASE``, naming the phase and the input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from .commit import Commitment, Reveal, context
+from .errors import ErrorCode, ProtocolError, Refused, RemoteProtocolError
+from .fleet import IllegalFleet
+from .grid import Cell
+from .rules import RepeatShot, RuleSet, SalvoReport, ShotMode, SunkReport
+from .verdict import Result, Shot, Verdict, radar_cells, true_answer
+
+__all__ = [
+    "TRANSITIONS",
+    "Board",
+    "Deadline",
+    "EndReason",
+    "Event",
+    "Game",
+    "Outcome",
+    "Phase",
+]
+
+
+class Phase(StrEnum):
+    """Where a game stands."""
+
+    SETUP = "setup"  #: fleets are being committed
+    FIRING = "firing"  #: the side to move may call a shot
+    ANSWER = "answer"  #: a shot was called; the defender owes its verdict
+    REVEAL = "reveal"  #: the last ship sank; both fleets must be revealed
+    OVER = "over"
+
+
+class Deadline(StrEnum):
+    """The clocks a shell may run for a game."""
+
+    SETUP = "setup"
+    SHOT = "shot"
+    ANSWER = "answer"
+    REVEAL = "reveal"
+
+
+class EndReason(StrEnum):
+    """Why a game ended; part of every outcome, seen by both players and the record."""
+
+    FLEET_SUNK = "fleet_sunk"
+    SETUP_TIMEOUT = "setup_timeout"  #: one side did not place in time: it forfeits (004)
+    NOBODY_PLACED = "nobody_placed"  #: neither placed in time: a recorded draw (004)
+    SHOT_TIMEOUTS = "shot_timeouts"  #: too many shot clocks ran out in a row
+    NO_ANSWER = "no_answer"  #: the defender owed a verdict and did not give it in time
+    RESIGNED = "resigned"
+    ABANDONED = "abandoned"  #: disconnected beyond the grace period
+    FALSE_PROOF = "false_proof"  #: an opening did not match the commitment or the verdict
+    FALSE_VERDICT = "false_verdict"  #: the reveal showed a verdict to be false
+    ILLEGAL_FLEET = "illegal_fleet"
+    BAD_REVEAL = "bad_reveal"  #: the revealed fleet is not the committed one
+    NO_REVEAL = "no_reveal"
+    BOTH_AT_FAULT = "both_at_fault"  #: both sides lied or failed to reveal: a draw
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How a game ended: the winner (``None`` for a draw), why, and the detail of any fault."""
+
+    winner: int | None
+    reason: EndReason
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Wire form."""
+        return {"winner": self.winner, "reason": self.reason.value, "detail": self.detail}
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """Something that happened, for the shell to tell the players (and to log).
+
+    ``kind`` is one of: ``committed``, ``firing`` (firing begins; ``seat`` moves first),
+    ``shot`` (``shot`` called; the defender owes a verdict), ``verdict`` (``shot`` answered by
+    ``verdict``; ``seat`` moves next), ``shot_lost`` (``seat``'s shot was lost: clock or repeat;
+    ``data["next"]`` moves next), ``reveal`` (the fleet was sunk; both must reveal), ``revealed``
+    (``seat`` revealed), ``over`` (``outcome``).
+    """
+
+    kind: str
+    seat: int | None = None
+    shot: Shot | None = None
+    verdict: Verdict | None = None
+    outcome: Outcome | None = None
+    data: dict[str, Any] | None = None
+
+
+#: Which inputs each phase accepts. Everything else is refused with WRONG_PHASE.
+TRANSITIONS: dict[Phase, frozenset[str]] = {
+    Phase.SETUP: frozenset({"commit", "set_first", "expire", "resign", "abandon"}),
+    Phase.FIRING: frozenset({"fire", "radar", "expire", "resign", "abandon"}),
+    Phase.ANSWER: frozenset({"answer", "expire", "resign", "abandon"}),
+    Phase.REVEAL: frozenset({"reveal", "expire"}),
+    Phase.OVER: frozenset(),
+}
+
+
+class Board:
+    """The public state of one seat's grid: what its opponent's shots have found."""
+
+    def __init__(self, rules: RuleSet) -> None:
+        self.rules = rules
+        self.fired: dict[int, Result | None] = {}  # None: fired within a salvo reported as a total
+        self.hits = 0  # proven (per-cell) or claimed (totals) hits
+        self.sunk: dict[int, tuple[Cell, ...] | None] = {}  # ship -> cells when shown
+        self.crossed: set[int] = set()
+        self.radar_used = False
+
+    @property
+    def misses(self) -> int:
+        """Number of cells fired at that did not hit, as reported."""
+        return len(self.fired) - self.hits
+
+    def afloat(self) -> int:
+        """Ships not yet reported sunk."""
+        return len(self.rules.fleet) - len(self.sunk)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The public view: fired cells with results, sunk ships, crossed-out cells."""
+        cols = self.rules.cols
+        return {
+            "fired": [[i, r.value if r else None] for i, r in sorted(self.fired.items())],
+            "sunk": [
+                [k, [c.index(cols) for c in cells] if cells else None]
+                for k, cells in sorted(self.sunk.items())
+            ],
+            "crossed": sorted(self.crossed),
+            "hits": self.hits,
+        }
+
+
+class Game:
+    """One game between seats 0 and 1, refereed from commitments."""
+
+    def __init__(
+        self, rules: RuleSet, match_id: bytes, number: int = 1, first: int | None = None
+    ) -> None:
+        self.rules = rules
+        self.match_id = match_id
+        self.number = number
+        self.ctx = (context(match_id, number, 0, rules), context(match_id, number, 1, rules))
+        self.phase = Phase.SETUP
+        self.first = first
+        self.turn: int | None = None
+        self.commitments: list[Commitment | None] = [None, None]
+        self.roots: list[bytes | None] = [None, None]
+        self.boards = (Board(rules), Board(rules))  # boards[s] is seat s's own grid
+        self.pending: Shot | None = None
+        self.shots: list[tuple[Shot, Verdict]] = []
+        self.shots_taken = [0, 0]  # turns each seat has had (team callers rotate on these)
+        self.expiries = [0, 0]
+        self.reveals: list[Reveal | None] = [None, None]
+        self.faults: list[tuple[EndReason, str] | None] = [None, None]
+        self.provisional: Outcome | None = None
+        self.outcome: Outcome | None = None
+        self.transcript: list[dict[str, Any]] = []
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def _allow(self, name: str) -> None:
+        if name not in TRANSITIONS[self.phase]:
+            code = ErrorCode.GAME_OVER if self.phase is Phase.OVER else ErrorCode.WRONG_PHASE
+            raise Refused(code, f"{name!r} is not allowed in phase {self.phase.value!r}")
+
+    @staticmethod
+    def _seat(seat: int) -> None:
+        if seat not in (0, 1):
+            raise Refused(ErrorCode.NOT_ALLOWED, f"seat {seat} does not exist")
+
+    def _log(self, entry: dict[str, Any]) -> None:
+        self.transcript.append(entry)
+
+    def _end(self, outcome: Outcome) -> list[Event]:
+        self.phase = Phase.OVER
+        self.outcome = outcome
+        self.pending = None
+        return [Event("over", outcome=outcome)]
+
+    def deadline(self) -> tuple[Deadline, int] | None:
+        """The clock that should run now and its length in seconds, or ``None``.
+
+        The shell restarts its timer whenever this value changes after an input.
+        """
+        c = self.rules.clocks
+        if self.phase is Phase.SETUP:
+            return (Deadline.SETUP, c.setup) if c.setup else None
+        if self.phase is Phase.FIRING:
+            return (Deadline.SHOT, c.shot) if c.shot else None
+        if self.phase is Phase.ANSWER:
+            return Deadline.ANSWER, c.reveal
+        if self.phase is Phase.REVEAL:
+            return Deadline.REVEAL, c.reveal
+        return None
+
+    def caller(self, seat: int) -> int:
+        """Which team member of ``seat`` calls the next shot (rotating after every turn)."""
+        return self.shots_taken[seat] % self.rules.team_size
+
+    def shot_count(self, seat: int) -> int:
+        """How many cells ``seat`` must call in its next shot."""
+        r = self.rules
+        if r.shots is ShotMode.SINGLE:
+            n = 1
+        elif r.shots is ShotMode.SALVO_FIXED:
+            n = r.salvo_size
+        else:
+            n = self.boards[seat].afloat()
+        target = self.boards[1 - seat]
+        open_cells = r.cells - len(target.fired) - len(target.crossed - set(target.fired))
+        return max(1, min(n, open_cells))
+
+    # -- setup -----------------------------------------------------------------------------------
+
+    def commit(self, seat: int, commitment: Commitment) -> list[Event]:
+        """``seat`` commits to its fleet. Refused if already committed, malformed or mirrored."""
+        self._allow("commit")
+        self._seat(seat)
+        if self.commitments[seat] is not None:
+            raise Refused(ErrorCode.ALREADY_COMMITTED, f"seat {seat} has committed already")
+        commitment.check_shape(self.rules)
+        other = self.commitments[1 - seat]
+        if other is not None and set(other.cells) & set(commitment.cells):
+            raise RemoteProtocolError(
+                ErrorCode.MIRRORED_COMMITMENT, "the commitment repeats the opponent's leaves"
+            )
+        self.commitments[seat] = commitment
+        root = commitment.root(self.ctx[seat])
+        self.roots[seat] = root
+        self._log({"in": "commit", "seat": seat, "commitment": commitment.to_dict()})
+        return [Event("committed", seat=seat, data={"root": root}), *self._maybe_start()]
+
+    def set_first(self, seat: int) -> list[Event]:
+        """Who fires first (from the lot or the match's rule); may come before or after commits."""
+        self._allow("set_first")
+        self._seat(seat)
+        if self.first is not None:
+            raise Refused(ErrorCode.WRONG_PHASE, "the first player is already decided")
+        self.first = seat
+        self._log({"in": "set_first", "seat": seat})
+        return self._maybe_start()
+
+    def _maybe_start(self) -> list[Event]:
+        if self.first is None or None in self.commitments:
+            return []
+        self.phase = Phase.FIRING
+        self.turn = self.first
+        return [Event("firing", seat=self.first)]
+
+    # -- firing ----------------------------------------------------------------------------------
+
+    def fire(self, seat: int, cells: list[Cell], member: int = 0) -> list[Event]:
+        """``seat`` (team member ``member``) calls ``cells``: one cell, or a whole salvo at once."""
+        self._allow("fire")
+        self._check_mover(seat, member)
+        r = self.rules
+        target = self.boards[1 - seat]
+        want = self.shot_count(seat)
+        if len(cells) != want:
+            raise Refused(
+                ErrorCode.WRONG_SALVO_SIZE, f"this shot calls {want} cell(s), got {len(cells)}"
+            )
+        if len(set(cells)) != len(cells):
+            raise Refused(ErrorCode.DUPLICATE_IN_SALVO, "a salvo calls different cells")
+        repeated = None
+        for c in cells:
+            if not c.on(r.rows, r.cols):
+                raise Refused(ErrorCode.OFF_BOARD, f"({c.row},{c.col}) is off the board")
+            i = c.index(r.cols)
+            if i in target.fired:
+                repeated = c
+            elif i in target.crossed:
+                raise Refused(ErrorCode.CROSSED_OUT, f"{c.label()} is crossed out: only water")
+        if repeated is not None:
+            # 002 strict play: a repeated single call wastes the turn; otherwise it is re-chosen.
+            if r.repeat is RepeatShot.WASTED and not r.is_salvo:
+                self._log(
+                    {"in": "fire", "seat": seat, "member": member, "cells": [repeated.label()]}
+                )
+                return self._lose_shot(seat, "repeat")
+            raise Refused(ErrorCode.ALREADY_FIRED, f"{repeated.label()} was fired at already")
+        self.expiries[seat] = 0
+        self._log(
+            {"in": "fire", "seat": seat, "member": member, "cells": [c.label() for c in cells]}
+        )
+        shot = Shot(len(self.shots) + 1, seat, tuple(cells))
+        self.pending = shot
+        self.phase = Phase.ANSWER
+        return [Event("shot", seat=seat, shot=shot)]
+
+    def radar(self, seat: int, top_left: Cell, member: int = 0) -> list[Event]:
+        """``seat`` scans the radar area at ``top_left`` instead of firing (once per game)."""
+        self._allow("radar")
+        self._check_mover(seat, member)
+        r = self.rules
+        if not r.radar:
+            raise Refused(ErrorCode.RADAR_NOT_ALLOWED, "these rules have no radar")
+        if self.boards[1 - seat].radar_used:
+            raise Refused(ErrorCode.RADAR_USED, "the radar is used once per game")
+        if not all(c.on(r.rows, r.cols) for c in radar_cells(r, top_left)):
+            raise Refused(ErrorCode.OFF_BOARD, "the radar area must lie on the board")
+        self.expiries[seat] = 0
+        self._log({"in": "radar", "seat": seat, "member": member, "at": top_left.label()})
+        shot = Shot(len(self.shots) + 1, seat, (top_left,), radar=True)
+        self.boards[1 - seat].radar_used = True
+        self.pending = shot
+        self.phase = Phase.ANSWER
+        return [Event("shot", seat=seat, shot=shot)]
+
+    def _check_mover(self, seat: int, member: int) -> None:
+        self._seat(seat)
+        if seat != self.turn:
+            raise Refused(ErrorCode.NOT_YOUR_TURN, f"seat {self.turn} is to move")
+        if member != self.caller(seat):
+            raise Refused(ErrorCode.NOT_CALLER, f"team member {self.caller(seat)} calls this turn")
+
+    def _lose_shot(self, seat: int, why: str) -> list[Event]:
+        self.shots_taken[seat] += 1
+        self.turn = 1 - seat
+        self.phase = Phase.FIRING
+        return [Event("shot_lost", seat=seat, data={"why": why, "next": self.turn})]
+
+    # -- verdicts --------------------------------------------------------------------------------
+
+    def answer(self, seat: int, verdict: Verdict) -> list[Event]:
+        """The defender ``seat`` answers the pending shot.
+
+        A verdict of the wrong shape is refused (the defender may send it again). A verdict whose
+        openings do not match the commitment, or contradict what it says, loses the game at once.
+        """
+        self._allow("answer")
+        shot = self.pending
+        assert shot is not None
+        if seat != 1 - shot.seat:
+            raise Refused(ErrorCode.NOT_ALLOWED, f"seat {1 - shot.seat} answers shot {shot.n}")
+        if verdict.n != shot.n:
+            raise RemoteProtocolError(
+                ErrorCode.BAD_MESSAGE, f"verdict for shot {verdict.n}, pending shot is {shot.n}"
+            )
+        self._check_shape(shot, verdict)
+        self._log({"in": "answer", "seat": seat, "verdict": verdict.to_dict()})
+        try:
+            self._check_proofs(seat, shot, verdict)
+        except ProtocolError as e:
+            self.shots.append((shot, verdict))
+            return self._end(
+                Outcome(shot.seat, EndReason.FALSE_PROOF, f"shot {shot.n}: {e.detail}")
+            )
+        return self._apply(shot, verdict)
+
+    def _check_shape(self, shot: Shot, v: Verdict) -> None:
+        r = self.rules
+        bad = ErrorCode.BAD_MESSAGE
+        if shot.radar:
+            if v.found is None or v.results or v.total is not None or v.sunk:
+                raise RemoteProtocolError(bad, "a radar verdict carries only 'found'")
+            return
+        if v.found is not None:
+            raise RemoteProtocolError(bad, "'found' answers a radar scan only")
+        if r.is_salvo and r.salvo_report is SalvoReport.TOTAL:
+            if v.results or v.total is None or not 0 <= v.total <= len(shot.cells):
+                raise RemoteProtocolError(
+                    bad, f"this salvo is answered by a total of 0..{len(shot.cells)}"
+                )
+            if len(v.sunk) > v.total:
+                raise RemoteProtocolError(bad, "more ships sunk than hits")
+            return
+        if v.total is not None or v.sunk:
+            raise RemoteProtocolError(bad, "this shot is answered cell by cell")
+        if len(v.results) != len(shot.cells):
+            raise RemoteProtocolError(
+                bad, f"{len(shot.cells)} cells called, {len(v.results)} answered"
+            )
+        for c, res in zip(shot.cells, v.results, strict=True):
+            if res.opening.index != c.index(r.cols):
+                raise RemoteProtocolError(
+                    ErrorCode.BAD_PROOF,
+                    f"the opening is for cell {res.opening.index}, not {c.label()}",
+                )
+            if (res.result is Result.SUNK) != (res.sunk is not None):
+                raise RemoteProtocolError(bad, "a sunk result carries a sunk claim, and only it")
+
+    def _check_proofs(self, seat: int, shot: Shot, v: Verdict) -> None:
+        """Everything that can be proved now; raises ``ProtocolError`` on a lie."""
+        r = self.rules
+        com = self.commitments[seat]
+        assert com is not None
+        ctx = self.ctx[seat]
+        board = self.boards[seat]
+        mismatch = ErrorCode.VERDICT_MISMATCH
+        claims = [res.sunk for res in v.results if res.sunk] + list(v.sunk)
+        if v.total is not None:
+            # A salvo reported as a total proves no cell: any cell it called may be a hit.
+            hit_now = {c.index(r.cols) for c in shot.cells}
+        else:
+            hit_now = {
+                c.index(r.cols)
+                for c, res in zip(shot.cells, v.results, strict=True)
+                if res.result is not Result.MISS
+            }
+        for c, res in zip(shot.cells, v.results, strict=False):
+            com.check_cell(ctx, res.opening)
+            if res.opening.occupied != (res.result is not Result.MISS):
+                raise ProtocolError(
+                    mismatch, f"{c.label()} said {res.result.value}, opening says otherwise"
+                )
+        seen: set[int] = set()
+        for claim in claims:
+            if r.sunk is SunkReport.SILENT:
+                raise ProtocolError(mismatch, "silent sinking announces no ship")
+            if not 0 <= claim.ship < len(r.fleet) or claim.ship in board.sunk or claim.ship in seen:
+                raise ProtocolError(mismatch, f"ship {claim.ship} cannot sink now")
+            seen.add(claim.ship)
+            if r.sunk is SunkReport.SHOWN:
+                if claim.opening is None or claim.opening.ship != claim.ship:
+                    raise ProtocolError(mismatch, "a sunk ship is shown whole with its opening")
+                com.check_ship(ctx, claim.opening)
+                cells = claim.opening.placement.cells(r.fleet[claim.ship].length)
+                for x in cells:
+                    if not x.on(r.rows, r.cols):
+                        raise ProtocolError(mismatch, "the shown ship lies off the board")
+                    i = x.index(r.cols)
+                    before = board.fired.get(i, Result.MISS)
+                    if before is Result.MISS and i not in hit_now:
+                        raise ProtocolError(mismatch, f"shown ship has unhit cell {x.label()}")
+            elif claim.opening is not None:
+                raise ProtocolError(mismatch, "these rules do not show sunk ships")
+
+    def _apply(self, shot: Shot, v: Verdict) -> list[Event]:
+        r = self.rules
+        seat = 1 - shot.seat
+        board = self.boards[seat]
+        self.shots.append((shot, v))
+        self.pending = None
+        events: list[Event] = []
+        if shot.radar:
+            self.shots_taken[shot.seat] += 1
+            self.turn = seat
+            self.phase = Phase.FIRING
+            return [Event("verdict", seat=self.turn, shot=shot, verdict=v)]
+        if v.total is not None:
+            for c in shot.cells:
+                board.fired[c.index(r.cols)] = None
+            board.hits += v.total
+            any_hit = v.total > 0
+        else:
+            any_hit = False
+            for c, res in zip(shot.cells, v.results, strict=True):
+                board.fired[c.index(r.cols)] = res.result
+                if res.result is not Result.MISS:
+                    board.hits += 1
+                    any_hit = True
+                    if r.crossed_out:
+                        board.crossed.update(x.index(r.cols) for x in c.corners(r.rows, r.cols))
+        for claim in [res.sunk for res in v.results if res.sunk] + list(v.sunk):
+            cells = (
+                claim.opening.placement.cells(r.fleet[claim.ship].length) if claim.opening else None
+            )
+            board.sunk[claim.ship] = cells
+            if r.crossed_out:
+                ship = cells or self._component(board, shot, v)
+                for x in ship:
+                    board.crossed.update(n.index(r.cols) for n in x.neighbours(r.rows, r.cols))
+        board.crossed -= set(board.fired)
+        if board.hits >= r.fleet_cells:
+            self.provisional = Outcome(shot.seat, EndReason.FLEET_SUNK)
+            self.phase = Phase.REVEAL
+            self.turn = None
+            events.append(Event("verdict", seat=None, shot=shot, verdict=v))
+            events.append(Event("reveal", outcome=self.provisional))
+            return events
+        open_cells = r.cells - len(board.fired) - len(board.crossed)
+        if open_cells < r.fleet_cells - board.hits:
+            # Fewer cells left to fire at than ship cells left to hit: the verdicts given so far
+            # cannot all be true of a legal fleet. Waiting would only stall the game.
+            events.append(Event("verdict", seat=None, shot=shot, verdict=v))
+            return events + self._end(
+                Outcome(
+                    shot.seat,
+                    EndReason.FALSE_PROOF,
+                    f"seat {seat}'s verdicts leave {open_cells} open cells for "
+                    f"{r.fleet_cells - board.hits} unhit ship cells",
+                )
+            )
+        again = r.hit_again and any_hit
+        if not again:
+            self.shots_taken[shot.seat] += 1
+        self.turn = shot.seat if again else seat
+        self.phase = Phase.FIRING
+        events.append(Event("verdict", seat=self.turn, shot=shot, verdict=v))
+        return events
+
+    def _component(self, board: Board, shot: Shot, v: Verdict) -> list[Cell]:
+        # No-touch fleets: the hits 8-connected to the sinking cell are exactly that ship.
+        r = self.rules
+        start = shot.cells[-1]
+        for c, res in zip(shot.cells, v.results, strict=False):
+            if res.result is Result.SUNK:
+                start = c
+        seen = {start}
+        todo = [start]
+        while todo:
+            c = todo.pop()
+            for n in c.neighbours(r.rows, r.cols):
+                if n not in seen and board.fired.get(n.index(r.cols)) in (Result.HIT, Result.SUNK):
+                    seen.add(n)
+                    todo.append(n)
+        return sorted(seen)
+
+    # -- time, resignation, absence --------------------------------------------------------------
+
+    def expire(self, kind: Deadline) -> list[Event]:
+        """The clock ``kind`` ran out; apply the rules' consequence."""
+        self._allow("expire")
+        now = self.deadline()
+        if now is None or now[0] is not kind:
+            raise Refused(ErrorCode.WRONG_PHASE, f"no {kind.value} clock is running")
+        self._log({"in": "expire", "clock": kind.value})
+        if kind is Deadline.SETUP:
+            missing = [s for s in (0, 1) if self.commitments[s] is None]
+            if len(missing) == 2:
+                return self._end(Outcome(None, EndReason.NOBODY_PLACED, "neither fleet was placed"))
+            if missing:
+                return self._end(
+                    Outcome(
+                        1 - missing[0], EndReason.SETUP_TIMEOUT, f"seat {missing[0]} did not place"
+                    )
+                )
+            # Both committed but no first player yet: the lot was not completed; nobody is at fault
+            # that the game can see, so it is a draw rather than a guess.
+            return self._end(Outcome(None, EndReason.NOBODY_PLACED, "the lot was not completed"))
+        if kind is Deadline.SHOT:
+            seat = self.turn
+            assert seat is not None
+            self.expiries[seat] += 1
+            if self.expiries[seat] >= self.rules.clocks.max_expiries:
+                return self._end(
+                    Outcome(
+                        1 - seat,
+                        EndReason.SHOT_TIMEOUTS,
+                        f"seat {seat} let {self.expiries[seat]} shot clocks run out",
+                    )
+                )
+            return self._lose_shot(seat, "clock")
+        if kind is Deadline.ANSWER:
+            assert self.pending is not None
+            defender = 1 - self.pending.seat
+            return self._end(
+                Outcome(
+                    self.pending.seat,
+                    EndReason.NO_ANSWER,
+                    f"seat {defender} did not answer shot {self.pending.n}",
+                )
+            )
+        # REVEAL
+        for s in (0, 1):
+            if self.reveals[s] is None and self.faults[s] is None:
+                self.faults[s] = (EndReason.NO_REVEAL, f"seat {s} did not reveal its fleet")
+        return self._finish()
+
+    def resign(self, seat: int) -> list[Event]:
+        """``seat`` gives up: the opponent wins."""
+        self._allow("resign")
+        self._seat(seat)
+        self._log({"in": "resign", "seat": seat})
+        return self._end(Outcome(1 - seat, EndReason.RESIGNED, f"seat {seat} resigned"))
+
+    def abandon(self, seat: int) -> list[Event]:
+        """``seat`` stayed away beyond the disconnect grace period: the opponent wins."""
+        self._allow("abandon")
+        self._seat(seat)
+        self._log({"in": "abandon", "seat": seat})
+        return self._end(Outcome(1 - seat, EndReason.ABANDONED, f"seat {seat} left the game"))
+
+    # -- the reveal ------------------------------------------------------------------------------
+
+    def reveal(self, seat: int, reveal: Reveal) -> list[Event]:
+        """``seat`` reveals its fleet and secret; every verdict it gave is checked against it."""
+        self._allow("reveal")
+        self._seat(seat)
+        if self.reveals[seat] is not None or self.faults[seat] is not None:
+            raise Refused(ErrorCode.WRONG_PHASE, f"seat {seat} has revealed already")
+        self._log({"in": "reveal", "seat": seat, "reveal": reveal.to_dict()})
+        self.reveals[seat] = reveal
+        self.faults[seat] = self.check_reveal(seat, reveal)
+        fault = self.faults[seat]
+        events = [Event("revealed", seat=seat, data={"fault": fault[1] if fault else None})]
+        if all(self.reveals[s] is not None or self.faults[s] is not None for s in (0, 1)):
+            events += self._finish()
+        return events
+
+    def check_reveal(self, seat: int, reveal: Reveal) -> tuple[EndReason, str] | None:
+        """What ``reveal`` shows ``seat`` to have done wrong (``None`` when nothing)."""
+        r = self.rules
+        com = self.commitments[seat]
+        assert com is not None
+        try:
+            occ = reveal.check(r, self.ctx[seat], com)
+        except IllegalFleet as e:
+            return EndReason.ILLEGAL_FLEET, f"illegal fleet: {e.detail}"
+        except ProtocolError as e:
+            return EndReason.BAD_REVEAL, f"bad reveal: {e.detail}"
+        lie = self._first_lie(seat, occ)
+        return (EndReason.FALSE_VERDICT, lie) if lie else None
+
+    def _first_lie(self, seat: int, occ: list[int]) -> str | None:
+        r = self.rules
+        hit: set[int] = set()
+        for shot, v in self.shots:
+            if shot.seat == seat:
+                continue
+            truth, found = true_answer(r, occ, hit, shot)
+            where = f"shot {shot.n}"
+            if shot.radar:
+                if v.found != found:
+                    return f"{where}: radar at {shot.cells[0].label()} answered {v.found}, truth {found}"
+                continue
+            hit.update(c.index(r.cols) for c in shot.cells if occ[c.index(r.cols)])
+            sunk_true = sorted(t.ship for t in truth if t.ship is not None)
+            if v.total is not None:
+                total = sum(t.result is not Result.MISS for t in truth)
+                if v.total != total:
+                    return f"{where}: salvo total {v.total}, truth {total}"
+                if sorted(s.ship for s in v.sunk) != sunk_true:
+                    return f"{where}: sunk ships {[s.ship for s in v.sunk]}, truth {sunk_true}"
+                continue
+            for c, res, t in zip(shot.cells, v.results, truth, strict=True):
+                if res.result is not t.result:
+                    return (
+                        f"{where}: {c.label()} answered {res.result.value}, truth {t.result.value}"
+                    )
+                if res.sunk is not None and res.sunk.ship != t.ship:
+                    return f"{where}: {c.label()} sank ship {res.sunk.ship}, truth {t.ship}"
+        return None
+
+    def _finish(self) -> list[Event]:
+        f0, f1 = self.faults
+        if f0 and f1:
+            return self._end(Outcome(None, EndReason.BOTH_AT_FAULT, f"{f0[1]}; {f1[1]}"))
+        for bad, fault in enumerate(self.faults):
+            if fault:
+                return self._end(Outcome(1 - bad, fault[0], f"seat {bad}: {fault[1]}"))
+        assert self.provisional is not None
+        return self._end(self.provisional)
+
+    # -- views -----------------------------------------------------------------------------------
+
+    def view(self) -> dict[str, Any]:
+        """The public view (for spectators and snapshots): never a fleet or a secret."""
+        return {
+            "game": self.number,
+            "phase": self.phase.value,
+            "turn": self.turn,
+            "first": self.first,
+            "committed": [c is not None for c in self.commitments],
+            "roots": self.roots,
+            "boards": [b.to_dict() for b in self.boards],
+            "pending": (
+                {
+                    "n": self.pending.n,
+                    "seat": self.pending.seat,
+                    "cells": [c.label() for c in self.pending.cells],
+                    "radar": self.pending.radar,
+                }
+                if self.pending
+                else None
+            ),
+            "shots": len(self.shots),
+            "expiries": self.expiries,
+            "callers": [self.caller(0), self.caller(1)],
+            "outcome": self.outcome.to_dict() if self.outcome else None,
+        }

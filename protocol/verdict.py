@@ -1,0 +1,249 @@
+"""Shots, verdicts and the truth about them.
+
+A :class:`Shot` is what the attacker calls; a :class:`Verdict` is the defender's answer, with the
+proofs the rules allow (see :mod:`.commit`). :func:`true_answer` computes the honest verdict from a
+fleet: the defender's client uses it to answer, a custody referee answers for a player with it,
+and the reveal check finds every lie with it. One function, so the three never disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from .commit import CellOpening, Committed, ShipOpening
+from .errors import ErrorCode, RemoteProtocolError
+from .grid import Cell
+from .rules import RuleSet, SalvoReport, SunkReport
+
+__all__ = [
+    "CellResult",
+    "Defender",
+    "Result",
+    "Shot",
+    "SunkClaim",
+    "Verdict",
+    "radar_cells",
+    "true_answer",
+]
+
+
+class Result(StrEnum):
+    """What one called cell found."""
+
+    MISS = "miss"
+    HIT = "hit"
+    SUNK = "sunk"
+
+
+@dataclass(frozen=True, slots=True)
+class Shot:
+    """Shot ``n`` of a game: ``seat`` calls ``cells`` (or scans the radar area at ``cells[0]``)."""
+
+    n: int
+    seat: int
+    cells: tuple[Cell, ...]
+    radar: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SunkClaim:
+    """A sinking: which ship (when the rules name or show it) and its opening (when shown)."""
+
+    ship: int
+    opening: ShipOpening | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Wire form."""
+        return {"k": self.ship, "open": self.opening.to_dict() if self.opening else None}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> SunkClaim:
+        """Parse the wire form."""
+        if not isinstance(d, dict) or set(d) != {"k", "open"}:
+            raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, "a sunk claim is {k, open}")
+        k = d["k"]
+        if isinstance(k, bool) or not isinstance(k, int):
+            raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, "sunk claim: k is an integer")
+        return cls(k, None if d["open"] is None else ShipOpening.from_dict(d["open"]))
+
+
+@dataclass(frozen=True, slots=True)
+class CellResult:
+    """The verdict on one called cell: its result, its opening, and a sunk claim for ``SUNK``."""
+
+    result: Result
+    opening: CellOpening
+    sunk: SunkClaim | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Wire form."""
+        return {
+            "r": self.result.value,
+            "open": self.opening.to_dict(),
+            "sunk": self.sunk.to_dict() if self.sunk else None,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Any) -> CellResult:
+        """Parse the wire form."""
+        if not isinstance(d, dict) or set(d) != {"r", "open", "sunk"}:
+            raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, "a cell result is {r, open, sunk}")
+        try:
+            r = Result(d["r"])
+        except ValueError:
+            raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, f"result {d['r']!r}") from None
+        return cls(
+            r,
+            CellOpening.from_dict(d["open"]),
+            None if d["sunk"] is None else SunkClaim.from_dict(d["sunk"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The defender's answer to shot ``n``.
+
+    * per-cell salvos and single shots: ``results`` (one per called cell, in call order);
+    * salvos reported as a total: ``total`` and the ``sunk`` claims of ships this salvo sank;
+    * radar: ``found``.
+    """
+
+    n: int
+    results: tuple[CellResult, ...] = ()
+    total: int | None = None
+    sunk: tuple[SunkClaim, ...] = field(default=())
+    found: bool | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Wire form."""
+        return {
+            "n": self.n,
+            "results": [r.to_dict() for r in self.results],
+            "total": self.total,
+            "sunk": [s.to_dict() for s in self.sunk],
+            "found": self.found,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Any) -> Verdict:
+        """Parse the wire form; structure only (the game checks it against the shot)."""
+        keys = {"n", "results", "total", "sunk", "found"}
+        if not isinstance(d, dict) or set(d) != keys:
+            raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, f"a verdict is {sorted(keys)}")
+        n, total, found = d["n"], d["total"], d["found"]
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, "verdict n is an integer")
+        if total is not None and (isinstance(total, bool) or not isinstance(total, int)):
+            raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, "verdict total is an integer")
+        if found is not None and not isinstance(found, bool):
+            raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, "verdict found is a boolean")
+        if not isinstance(d["results"], list) or not isinstance(d["sunk"], list):
+            raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, "results and sunk are lists")
+        return cls(
+            n,
+            tuple(CellResult.from_dict(r) for r in d["results"]),
+            total,
+            tuple(SunkClaim.from_dict(s) for s in d["sunk"]),
+            found,
+        )
+
+
+def radar_cells(rules: RuleSet, top_left: Cell) -> tuple[Cell, ...]:
+    """The cells of the radar area whose top-left corner is ``top_left`` (it must fit the grid)."""
+    s = rules.radar_size
+    return tuple(Cell(top_left.row + dr, top_left.col + dc) for dr in range(s) for dc in range(s))
+
+
+@dataclass(frozen=True, slots=True)
+class TrueCell:
+    """The honest result for one cell: its result and, for ``SUNK``, the ship index."""
+
+    result: Result
+    ship: int | None
+
+
+def true_answer(
+    rules: RuleSet, occupancy: Sequence[int], hit_before: set[int], shot: Shot
+) -> tuple[list[TrueCell], bool | None]:
+    """The honest per-cell results of ``shot`` against a fleet, and the radar answer.
+
+    ``occupancy[i]`` is ship index + 1 (0 for water); ``hit_before`` holds the cell indices of that
+    fleet already hit. In a salvo that sinks a ship, the cell called *last* among that ship's cells
+    is the sinking one; the others are hits (spec: "Salvos"). Silent sinking reports ``HIT`` only.
+    """
+    if shot.radar:
+        found = any(occupancy[c.index(rules.cols)] for c in radar_cells(rules, shot.cells[0]))
+        return [], found
+    hits = set(hit_before)
+    ship_cells: dict[int, list[int]] = {}
+    for i, o in enumerate(occupancy):
+        if o:
+            ship_cells.setdefault(o - 1, []).append(i)
+    out = []
+    for c in shot.cells:
+        i = c.index(rules.cols)
+        o = occupancy[i]
+        if not o:
+            out.append(TrueCell(Result.MISS, None))
+            continue
+        hits.add(i)
+        if rules.sunk is not SunkReport.SILENT and all(x in hits for x in ship_cells[o - 1]):
+            out.append(TrueCell(Result.SUNK, o - 1))
+        else:
+            out.append(TrueCell(Result.HIT, None))
+    # A ship whose cells were all called in this salvo sinks once: on its last called cell.
+    seen: set[int] = set()
+    for j in range(len(out) - 1, -1, -1):
+        t = out[j]
+        if t.result is Result.SUNK and t.ship is not None:
+            if t.ship in seen:
+                out[j] = TrueCell(Result.HIT, None)
+            seen.add(t.ship)
+    return out, None
+
+
+class Defender:
+    """A player's own fleet under fire: answers shots honestly, with the proofs the rules allow."""
+
+    def __init__(self, committed: Committed) -> None:
+        self.committed = committed
+        self.rules = committed.rules
+        self.hit: set[int] = set()
+
+    def answer(self, shot: Shot) -> Verdict:
+        """The honest verdict on ``shot``, with openings; records the hits."""
+        rules = self.rules
+        truth, found = true_answer(rules, self.committed.occupancy, self.hit, shot)
+        if shot.radar:
+            return Verdict(shot.n, found=found)
+        for c in shot.cells:
+            i = c.index(rules.cols)
+            if self.committed.occupancy[i]:
+                self.hit.add(i)
+        claims = [
+            self._claim(t.ship) for t in truth if t.result is Result.SUNK and t.ship is not None
+        ]
+        if rules.is_salvo and rules.salvo_report is SalvoReport.TOTAL:
+            total = sum(t.result is not Result.MISS for t in truth)
+            return Verdict(shot.n, total=total, sunk=tuple(claims))
+        results = []
+        claim_iter = iter(claims)
+        for c, t in zip(shot.cells, truth, strict=True):
+            opening = self.committed.open_cell(c.index(rules.cols))
+            results.append(
+                CellResult(t.result, opening, next(claim_iter) if t.result is Result.SUNK else None)
+            )
+        return Verdict(shot.n, results=tuple(results))
+
+    def _claim(self, ship: int) -> SunkClaim:
+        if self.rules.sunk is SunkReport.SHOWN:
+            return SunkClaim(ship, self.committed.open_ship(ship))
+        return SunkClaim(ship)
+
+    @property
+    def destroyed(self) -> bool:
+        """Whether every ship cell has been hit."""
+        return len(self.hit) == self.rules.fleet_cells
