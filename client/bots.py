@@ -5,13 +5,13 @@ Pure computation: no I/O, no clock, and no randomness of its own (the caller pas
 
 Theory of operation. A :class:`TargetView` is the attacker's tracking grid, fed only with what the
 rules reveal (miss, hit, sunk, salvo totals, radar answers, crossed-out cells). It keeps one
-:class:`CellState` per cell and mirrors the states as bitmasks (Python ints, bit ``i`` is the cell of
-index ``i``): the density strategy tests hundreds of precomputed ship placements per choice, and an
-AND of two ints is the cheapest test Python has. After every fact the view draws the consequences
-until nothing changes (:meth:`TargetView._settle`): no-touch borders become water, salvo totals that
-are settled become hits or misses, named sinkings are located, and under silent sinking a no-touch
-run of hits closed at both ends is a ship found whole. Inference is sound: a cell becomes water or
-sunk only when every fleet consistent with the facts agrees.
+:class:`CellState` per cell and mirrors the states as bitmasks (Python ints, bit ``i`` for the cell
+of index ``i``): the density strategy tests hundreds of precomputed ship placements per choice, and
+an AND of two ints is the cheapest test Python has. After every fact the view draws the
+consequences until nothing changes (:meth:`TargetView._settle`): no-touch borders become water,
+settled salvo totals become hits or misses, named sinkings are located, and under silent sinking a
+no-touch run of hits closed at both ends is a ship found whole. Inference is sound: a cell becomes
+water or sunk only when every fleet consistent with the facts agrees.
 
 Strategies (:class:`RandomStrategy`, :class:`HuntStrategy`, :class:`DensityStrategy`) only read a
 view. :func:`simulate_shots_to_win` plays one side of a game locally, for ``seabattle bot --stats``.
@@ -123,8 +123,7 @@ class TargetView:
         self._hits_reported = 0
         self._salvos: list[tuple[tuple[int, ...], int]] = []
         self._pending: list[_Pending] = []
-        self.radar_found: list[int] = []
-        """Masks of radar areas reported to hold a ship cell."""
+        self._radar_found: list[int] = []  # masks of areas that radar found a ship cell in
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -183,7 +182,7 @@ class TargetView:
         else:
             length = None if ship_index is None else self.rules.fleet[ship_index].length
             # With no name the length is learnt, and a ship of it dropped, once the ship is located.
-            self._pending.append(_Pending(i, length, {i}))
+            self._pending.append(_Pending(i, length))
         self._settle()
 
     def salvo_total(self, cells: tuple[Cell, ...] | list[Cell], hits: int) -> None:
@@ -205,7 +204,7 @@ class TargetView:
         self._settle()
 
     def radar(self, top_left: Cell, size: int, found: bool) -> None:
-        """A radar scan of the ``size`` x ``size`` area at ``top_left``: a ship cell there or not."""
+        """Radar on the ``size`` x ``size`` area at ``top_left``: a ship cell there, or not."""
         area = 0
         for r in range(top_left.row, top_left.row + size):
             for c in range(top_left.col, top_left.col + size):
@@ -214,7 +213,7 @@ class TargetView:
                     if not found:
                         self._water(r * self._cols + c)
         if found:
-            self.radar_found.append(area)
+            self._radar_found.append(area)
         self._settle()
 
     def crossed(self, cell: Cell) -> None:
@@ -252,7 +251,7 @@ class TargetView:
                 self._water(j)
 
     def _sink(self, cells: list[int] | tuple[int, ...], *, drop_length: int | None) -> None:
-        """Mark a located ship sunk; ``drop_length``: its name is unknown, drop one of that length."""
+        """Mark a located ship sunk; unnamed, it drops a ship of ``drop_length`` from the afloat."""
         for j in cells:
             self._set(j, _SUNK)
         if not self.rules.touching:
@@ -306,7 +305,9 @@ class TargetView:
             usable = (usable & ~claimed_elsewhere) | mine
             touching_hits = self._masks[_HIT] | self._masks[_SUNK]
             lengths = (
-                [p.length] if p.length is not None else sorted({s.length for s in self.remaining_ships()})
+                [p.length]
+                if p.length is not None
+                else sorted({s.length for s in self.remaining_ships()})
             )
             found: list[_Lay] = []
             for length in lengths:
@@ -434,7 +435,9 @@ class HuntStrategy(Strategy):
                     near.add(nr * cols + nc)
                 # Two hits in a row: the first unknown cell past the run, in that direction.
                 if st[nr * cols + nc] is _HIT and not (
-                    0 <= r - dr < rows and 0 <= c - dc < cols and st[(r - dr) * cols + c - dc] is _HIT
+                    0 <= r - dr < rows
+                    and 0 <= c - dc < cols
+                    and st[(r - dr) * cols + c - dc] is _HIT
                 ):
                     while 0 <= nr < rows and 0 <= nc < cols and st[nr * cols + nc] is _HIT:
                         nr, nc = nr + dr, nc + dc
@@ -459,8 +462,8 @@ class DensityStrategy(Strategy):
     For every ship left and every straight placement that avoids known water and sunk ships (and,
     with no-touch rules, does not lie beside a hit it does not cover), each unknown cell it covers
     scores the placement's weight. A placement covering ``k`` unresolved hits weighs
-    ``hit_weight ** k``, so hits are finished before hunting resumes. Salvo cells of unsettled totals
-    and radar areas that found a ship weigh placements by how likely they make them.
+    ``hit_weight ** k``, so hits are finished before hunting resumes. Salvo cells of unsettled
+    totals and radar areas that found a ship weigh placements by how likely they make them.
     """
 
     hit_weight = 50.0
@@ -475,7 +478,7 @@ class DensityStrategy(Strategy):
         no_touch = not rules.touching
         announced = rules.sunk is not SunkReport.SILENT
         odds = self._fired_odds(view) if fired else {}
-        radar = [a for a in view.radar_found if not a & (hits | masks[_SUNK] | masks[_FIRED])]
+        radar = [a for a in view._radar_found if not a & (hits | masks[_SUNK] | masks[_FIRED])]
         hw = self.hit_weight
         dens = [0.0] * rules.cells
         for length, mult in Counter(s.length for s in view.remaining_ships()).items():
@@ -555,14 +558,16 @@ def simulate_shots_to_win(rules: RuleSet, strategy: Strategy, rng: random.Random
     radar_left = rules.radar
     left, shots = rules.fleet_cells, 0
     while left:
-        if shots > rules.cells:
+        if shots >= rules.cells + rules.radar:
             raise RuntimeError(f"{type(strategy).__name__} did not win in {rules.cells} shots")
         shots += 1
         top_left = strategy.use_radar(view, rng) if radar_left else None
         if top_left is not None:
             radar_left = False
             size = rules.radar_size
-            area = [Cell(top_left.row + r, top_left.col + c) for r in range(size) for c in range(size)]
+            area = [
+                Cell(top_left.row + r, top_left.col + c) for r in range(size) for c in range(size)
+            ]
             view.radar(top_left, size, any(c in owner for c in area))
             continue
         picks = strategy.choose(view, 1, rng)
@@ -582,7 +587,8 @@ def simulate_shots_to_win(rules: RuleSet, strategy: Strategy, rng: random.Random
         else:
             shown = ships[k] if rules.sunk is SunkReport.SHOWN else None
             view.sunk(cell, k, shown)
-            crossed = sorted({n for c in ships[k] for n in c.neighbours(rules.rows, rules.cols)})
+            border = {n for c in ships[k] for n in c.neighbours(rules.rows, rules.cols)}
+            crossed = sorted(border - set(ships[k]))
         if rules.crossed_out:
             for c in crossed:
                 view.crossed(c)

@@ -317,6 +317,13 @@ def _migrate(conn: sqlite3.Connection, dialect: Dialect) -> None:
             continue
         conn.execute(dialect.begin_write)
         try:
+            # Read again under the write lock: another process may have migrated meanwhile.
+            (current,) = conn.execute(
+                "SELECT COALESCE(MAX(version), 0) FROM schema_version"
+            ).fetchone()
+            if version <= current:
+                conn.execute("COMMIT")
+                continue
             for template in statements:
                 conn.execute(dialect.ddl(template))
             conn.execute(dialect.sql("INSERT INTO schema_version (version) VALUES (?)"), (version,))
@@ -559,7 +566,8 @@ class Store:
                         (status, result, now, match_id),
                     )
                     return
-                old = None if match.result is None else _json(match.result)
+                # Compare canonical texts: JSON null and "no result" are different things.
+                old = _json(match.result) if match.status == "finished" else None
                 if match.status != status or old != result:
                     raise Conflict(f"match {match_id} is already {match.status}")
 
@@ -652,9 +660,9 @@ class Store:
         """
 
         def run() -> list[RecordRow]:
-            cols = ", ".join(f"r.{c.strip()}" for c in _RECORD_COLS.split(","))
             query = (
-                f"SELECT {cols} FROM records r JOIN matches m ON m.id = r.match_id"
+                "SELECT r.match_id, r.game, r.record, r.signature, r.created"
+                " FROM records r JOIN matches m ON m.id = r.match_id"
                 " WHERE (m.seat0 = ? OR m.seat1 = ?)"
             )
             params: list[Any] = [player_id, player_id]

@@ -7,7 +7,6 @@ import math
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from seabattle.server.ladder import DRAW, LOSS, SCALE, WIN, Rating, rate, update
 
 

@@ -1,0 +1,596 @@
+"""Every message of protocol v1 as a frozen, validated type.
+
+A message on the wire is a msgpack map whose ``"t"`` key is the message's tag; its other keys are
+exactly the fields of the class registered for that tag (``spec/protocol.md`` section "Messages"
+holds the same table; a test checks that the two agree). :func:`decode` turns a decoded map into a
+message, refusing an unknown tag (``UNKNOWN_TAG``), a missing or extra key, or a value of the wrong
+type (``BAD_MESSAGE``): an invalid message cannot exist. :func:`encode` is its inverse.
+
+Field types are checked exactly: a boolean is not an integer, a list is not a map. Byte strings and
+text have length limits. Cells are strings in seed notation (``"E5"``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, ClassVar, TypeVar
+
+from .errors import ErrorCode, RemoteProtocolError
+
+__all__ = ["MESSAGES", "Dir", "Message", "decode", "encode"]
+
+MAX_TEXT = 4096
+MAX_BYTES = 65536
+MAX_LIST = 4096
+
+
+class Dir(StrEnum):
+    """Who sends a message: client to server, server to client, or either (also peer to peer)."""
+
+    C2S = "client->server"
+    S2C = "server->client"
+    BOTH = "both"
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """Base of every message; subclasses are registered with :func:`message`."""
+
+    TAG: ClassVar[str] = ""
+    DIR: ClassVar[Dir] = Dir.BOTH
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+
+M = TypeVar("M", bound=type[Message])
+
+#: tag -> message class; the message table of the protocol.
+MESSAGES: dict[str, type[Message]] = {}
+_HINTS: dict[type[Message], dict[str, Any]] = {}
+
+
+def message(tag: str, direction: Dir) -> Callable[[M], M]:
+    """Register a message class under ``tag``."""
+
+    def deco(cls: M) -> M:
+        if tag in MESSAGES:
+            raise ValueError(f"tag {tag!r} registered twice")
+        cls.TAG = tag
+        cls.DIR = direction
+        MESSAGES[tag] = cls
+        return cls
+
+    return deco
+
+
+def _hints(cls: type[Message]) -> dict[str, Any]:
+    h = _HINTS.get(cls)
+    if h is None:
+        h = typing.get_type_hints(cls)
+        h = {f.name: h[f.name] for f in dataclasses.fields(cls)}
+        _HINTS[cls] = h
+    return h
+
+
+def _check(value: Any, tp: Any, where: str) -> Any:
+    """Check ``value`` against the annotation ``tp``; return it normalised (lists -> tuples)."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        for a in args:
+            if a is type(None):
+                continue
+            try:
+                return _check(value, a, where)
+            except RemoteProtocolError:
+                continue
+        raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, f"{where}: wrong type")
+    if origin is tuple:
+        (item,) = typing.get_args(tp)[:1]
+        if not isinstance(value, list | tuple) or len(value) > MAX_LIST:
+            raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, f"{where}: expected a list")
+        return tuple(_check(v, item, f"{where}[{i}]") for i, v in enumerate(value))
+    if tp is Any:
+        return value
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, f"{where}: expected a boolean")
+    elif tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, f"{where}: expected an integer")
+    elif tp is str:
+        if not isinstance(value, str) or len(value) > MAX_TEXT:
+            raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, f"{where}: expected text")
+    elif tp is bytes:
+        if not isinstance(value, bytes) or len(value) > MAX_BYTES:
+            raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, f"{where}: expected bytes")
+    elif tp is dict or origin is dict:
+        if not isinstance(value, dict):
+            raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, f"{where}: expected a map")
+    else:  # pragma: no cover - a programming error in the table
+        raise TypeError(f"unsupported field type {tp!r}")
+    return value
+
+
+def _validate(msg: Message) -> None:
+    for name, tp in _hints(type(msg)).items():
+        v = getattr(msg, name)
+        nv = _check(v, tp, f"{msg.TAG}.{name}")
+        if nv is not v:
+            object.__setattr__(msg, name, nv)
+
+
+def decode(d: dict[str, Any]) -> Message:
+    """Turn a decoded frame into a message, or raise ``UNKNOWN_TAG`` / ``BAD_MESSAGE``."""
+    tag = d.get("t")
+    if not isinstance(tag, str):
+        raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, "a message needs a string 't' tag")
+    cls = MESSAGES.get(tag)
+    if cls is None:
+        raise RemoteProtocolError(ErrorCode.UNKNOWN_TAG, f"unknown message tag {tag!r}")
+    fields = _hints(cls)
+    keys = set(d) - {"t"}
+    if keys != set(fields):
+        missing = sorted(set(fields) - keys)
+        extra = sorted(keys - set(fields))
+        raise RemoteProtocolError(
+            ErrorCode.BAD_MESSAGE, f"{tag}: missing {missing} extra {extra}".replace(" []", " -")
+        )
+    return cls(**{k: d[k] for k in fields})
+
+
+def encode(msg: Message) -> dict[str, Any]:
+    """The wire map of ``msg`` (tuples become lists when packed)."""
+    out: dict[str, Any] = {"t": msg.TAG}
+    for name in _hints(type(msg)):
+        out[name] = getattr(msg, name)
+    return out
+
+
+# ================================================================================================
+# Session
+# ================================================================================================
+
+
+@message("hello", Dir.BOTH)
+@dataclass(frozen=True, slots=True)
+class Hello(Message):
+    """First message of every connection: the versions and capabilities the sender speaks."""
+
+    versions: tuple[int, ...]
+    agent: str
+    caps: tuple[str, ...]
+
+
+@message("welcome", Dir.S2C)
+@dataclass(frozen=True, slots=True)
+class Welcome(Message):
+    """The server's answer to hello: the agreed version, its identity key and a challenge."""
+
+    version: int
+    caps: tuple[str, ...]
+    server: bytes
+    challenge: bytes
+    guests: bool
+
+
+@message("auth", Dir.BOTH)
+@dataclass(frozen=True, slots=True)
+class Auth(Message):
+    """Proof of identity: Ed25519 ``sig`` by ``key`` over the auth transcript (spec "Identity")."""
+
+    key: bytes
+    sig: bytes
+    name: str
+    resume: bytes | None
+
+
+@message("authed", Dir.S2C)
+@dataclass(frozen=True, slots=True)
+class Authed(Message):
+    """Identity accepted: the player id and a resume token for reconnecting."""
+
+    player: str
+    resume: bytes
+
+
+@message("error", Dir.BOTH)
+@dataclass(frozen=True, slots=True)
+class Error(Message):
+    """A refusal: registry ``code``, human ``msg``, and the request ``ref`` it answers, if any."""
+
+    code: int
+    msg: str
+    ref: int | None
+
+
+@message("ok", Dir.S2C)
+@dataclass(frozen=True, slots=True)
+class Ok(Message):
+    """A request succeeded; ``data`` carries its answer."""
+
+    ref: int
+    data: dict[str, Any]
+
+
+@message("ping", Dir.BOTH)
+@dataclass(frozen=True, slots=True)
+class Ping(Message):
+    """Heartbeat; answered by pong with the same ``n``."""
+
+    n: int
+
+
+@message("pong", Dir.BOTH)
+@dataclass(frozen=True, slots=True)
+class Pong(Message):
+    """Heartbeat answer."""
+
+    n: int
+
+
+@message("bye", Dir.BOTH)
+@dataclass(frozen=True, slots=True)
+class Bye(Message):
+    """The sender closes the connection (shutdown, kick, or done)."""
+
+    reason: str
+
+
+# ================================================================================================
+# Lobby (requests carry an ``id``; the answer is ``ok``/``error`` with ``ref`` = that id)
+# ================================================================================================
+
+
+@message("create", Dir.C2S)
+@dataclass(frozen=True, slots=True)
+class Create(Message):
+    """Open a match with a rule set (``{"preset": NAME, ...options}``) and a trust mode."""
+
+    id: int
+    rules: dict[str, Any]
+    mode: str
+    public: bool
+
+
+@message("list", Dir.C2S)
+@dataclass(frozen=True, slots=True)
+class ListMatches(Message):
+    """List open public matches."""
+
+    id: int
+
+
+@message("join", Dir.C2S)
+@dataclass(frozen=True, slots=True)
+class Join(Message):
+    """Take the free seat of a match, by id or by private invitation code."""
+
+    id: int
+    match: bytes | None
+    invite: str | None
+
+
+@message("quick", Dir.C2S)
+@dataclass(frozen=True, slots=True)
+class Quick(Message):
+    """Quick match: pair with the next player asking for the same rules and mode."""
+
+    id: int
+    rules: dict[str, Any]
+    mode: str
+
+
+@message("leave", Dir.C2S)
+@dataclass(frozen=True, slots=True)
+class Leave(Message):
+    """Cancel an open match, or resign and leave a running one."""
+
+    id: int
+    match: bytes
+
+
+@message("watch", Dir.C2S)
+@dataclass(frozen=True, slots=True)
+class Watch(Message):
+    """Spectate a public match: the answer is a snapshot of the public view, then its events."""
+
+    id: int
+    match: bytes
+
+
+@message("rematch", Dir.C2S)
+@dataclass(frozen=True, slots=True)
+class Rematch(Message):
+    """Offer (or accept) a new match with the same opponent and rules."""
+
+    id: int
+    match: bytes
+
+
+@message("get_record", Dir.C2S)
+@dataclass(frozen=True, slots=True)
+class GetRecord(Message):
+    """Fetch the signed record of a finished match."""
+
+    id: int
+    match: bytes
+
+
+@message("ladder", Dir.C2S)
+@dataclass(frozen=True, slots=True)
+class Ladder(Message):
+    """Fetch the rating ladder."""
+
+    id: int
+
+
+# ================================================================================================
+# Match and game
+# ================================================================================================
+
+
+@message("start", Dir.S2C)
+@dataclass(frozen=True, slots=True)
+class Start(Message):
+    """A match begins: your seat, the rules, the trust mode and both players' ids."""
+
+    match: bytes
+    seat: int
+    rules: dict[str, Any]
+    mode: str
+    players: tuple[str, ...]
+
+
+@message("game", Dir.S2C)
+@dataclass(frozen=True, slots=True)
+class GameStart(Message):
+    """Game ``game`` of the match begins: place and commit (``first`` is known, or ``None``)."""
+
+    match: bytes
+    game: int
+    first: int | None
+
+
+@message("commit", Dir.C2S)
+@dataclass(frozen=True, slots=True)
+class Commit(Message):
+    """Blind mode: the fleet commitment (the leaf list, see spec "Commitments")."""
+
+    match: bytes
+    game: int
+    commitment: dict[str, Any]
+
+
+@message("place", Dir.C2S)
+@dataclass(frozen=True, slots=True)
+class Place(Message):
+    """Custody mode: hand the fleet and its secret to the referee."""
+
+    match: bytes
+    game: int
+    fleet: tuple[Any, ...]
+    secret: bytes
+
+
+@message("committed", Dir.S2C)
+@dataclass(frozen=True, slots=True)
+class Committed(Message):
+    """``seat`` has committed; ``root`` names its commitment."""
+
+    match: bytes
+    game: int
+    seat: int
+    root: bytes
+
+
+@message("firing", Dir.S2C)
+@dataclass(frozen=True, slots=True)
+class Firing(Message):
+    """Both fleets are committed: ``first`` fires first. Carries the opponent's commitment."""
+
+    match: bytes
+    game: int
+    first: int
+    commitments: tuple[Any, ...]
+
+
+@message("fire", Dir.C2S)
+@dataclass(frozen=True, slots=True)
+class Fire(Message):
+    """Call a shot: one cell, or a whole salvo. ``seq`` makes a resent shot apply once."""
+
+    match: bytes
+    game: int
+    cells: tuple[str, ...]
+    member: int
+    seq: int
+
+
+@message("radar", Dir.C2S)
+@dataclass(frozen=True, slots=True)
+class Radar(Message):
+    """Scan the radar area whose top-left cell is ``at``, instead of firing."""
+
+    match: bytes
+    game: int
+    at: str
+    member: int
+    seq: int
+
+
+@message("shot", Dir.S2C)
+@dataclass(frozen=True, slots=True)
+class ShotCalled(Message):
+    """Shot ``n`` by ``seat``: the defender owes its verdict (spectators see it too)."""
+
+    match: bytes
+    game: int
+    n: int
+    seat: int
+    cells: tuple[str, ...]
+    radar: bool
+
+
+@message("answer", Dir.C2S)
+@dataclass(frozen=True, slots=True)
+class Answer(Message):
+    """Blind mode: the defender's verdict on the pending shot, with its openings."""
+
+    match: bytes
+    game: int
+    verdict: dict[str, Any]
+
+
+@message("verdict", Dir.S2C)
+@dataclass(frozen=True, slots=True)
+class VerdictMsg(Message):
+    """The checked verdict on shot ``n``; ``next`` moves next (``None``: firing is over)."""
+
+    match: bytes
+    game: int
+    n: int
+    seat: int
+    cells: tuple[str, ...]
+    radar: bool
+    verdict: dict[str, Any]
+    next: int | None
+
+
+@message("shot_lost", Dir.S2C)
+@dataclass(frozen=True, slots=True)
+class ShotLost(Message):
+    """``seat`` lost its shot (``why``: ``clock`` or ``repeat``); ``next`` moves next."""
+
+    match: bytes
+    game: int
+    seat: int
+    why: str
+    next: int
+
+
+@message("clock", Dir.S2C)
+@dataclass(frozen=True, slots=True)
+class Clock(Message):
+    """A clock started: ``kind`` (setup, shot, answer, reveal) runs ``seconds`` for ``seat``."""
+
+    match: bytes
+    game: int
+    kind: str
+    seconds: int
+    seat: int | None
+
+
+@message("reveal_now", Dir.S2C)
+@dataclass(frozen=True, slots=True)
+class RevealNow(Message):
+    """The fleet was sunk (``winner`` provisionally): reveal fleet and secret."""
+
+    match: bytes
+    game: int
+    winner: int
+
+
+@message("reveal", Dir.C2S)
+@dataclass(frozen=True, slots=True)
+class RevealMsg(Message):
+    """Blind mode: the end-of-game reveal (fleet and secret)."""
+
+    match: bytes
+    game: int
+    reveal: dict[str, Any]
+
+
+@message("revealed", Dir.S2C)
+@dataclass(frozen=True, slots=True)
+class Revealed(Message):
+    """``seat`` revealed; ``fault`` names what the reveal showed it did wrong, if anything."""
+
+    match: bytes
+    game: int
+    seat: int
+    reveal: dict[str, Any]
+    fault: str | None
+
+
+@message("game_over", Dir.S2C)
+@dataclass(frozen=True, slots=True)
+class GameOver(Message):
+    """Game ``game`` ended: ``outcome`` is ``{winner, reason, detail}``."""
+
+    match: bytes
+    game: int
+    outcome: dict[str, Any]
+
+
+@message("match_over", Dir.S2C)
+@dataclass(frozen=True, slots=True)
+class MatchOver(Message):
+    """The match ended: scores, winner, rating changes, and the record head to co-sign."""
+
+    match: bytes
+    result: dict[str, Any]
+    ratings: dict[str, Any] | None
+    head: bytes
+
+
+@message("cosign", Dir.C2S)
+@dataclass(frozen=True, slots=True)
+class CoSign(Message):
+    """A player's signature over the record head, stored beside the referee's."""
+
+    match: bytes
+    head: bytes
+    sig: bytes
+
+
+@message("resign", Dir.C2S)
+@dataclass(frozen=True, slots=True)
+class Resign(Message):
+    """Give up the current game."""
+
+    match: bytes
+    game: int
+
+
+@message("snapshot", Dir.S2C)
+@dataclass(frozen=True, slots=True)
+class Snapshot(Message):
+    """The full view of a match for one seat (``None``: a spectator); first after (re)joining."""
+
+    match: bytes
+    seat: int | None
+    view: dict[str, Any]
+
+
+@message("opponent", Dir.S2C)
+@dataclass(frozen=True, slots=True)
+class OpponentStatus(Message):
+    """The opponent disconnected (``grace`` seconds to come back) or reconnected."""
+
+    match: bytes
+    seat: int
+    present: bool
+    grace: int
+
+
+# Peer play: the commit-reveal coin for the first shot.
+
+
+@message("coin", Dir.BOTH)
+@dataclass(frozen=True, slots=True)
+class Coin(Message):
+    """Lot: first ``hash`` (commitment to a nonce), then ``nonce`` once both hashes are in."""
+
+    match: bytes
+    game: int
+    hash: bytes | None
+    nonce: bytes | None

@@ -1,0 +1,175 @@
+"""The sans-IO connection: frames in, validated messages out, and the handshake's state machine.
+
+``Connection(role)`` owns no socket. The shell feeds it bytes (:meth:`Connection.receive_data`) and
+gets back messages, or errors to answer; it turns messages into bytes with :meth:`Connection.send`.
+
+Handshake (``spec/protocol.md`` section "Session"): the client sends ``hello``; the server answers
+``welcome`` with its identity key and a 32-byte challenge; the client proves its key with ``auth``;
+the server answers ``authed``. Until then only these messages may pass: any other is answered with
+``HANDSHAKE_REQUIRED`` and dropped, and the session goes on. In a peer match the listening peer
+takes the server role for the handshake.
+
+Error handling: a frame that breaks framing (too large, truncated) ends the session, because the
+byte stream can no longer be trusted to be in step. A well-framed body that is not a valid message
+(bad msgpack, ext type, duplicate key, unknown tag, wrong field) is returned as an error value: the
+shell answers it with ``error`` and the session goes on, losing nothing.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from . import messages as m
+from .codec import FrameDecoder, encode_frame
+from .errors import ErrorCode, LocalProtocolError, RemoteProtocolError
+
+__all__ = ["SUPPORTED_VERSIONS", "Connection", "Role", "State", "auth_payload", "check_auth"]
+
+SUPPORTED_VERSIONS = (1,)
+
+
+class Role(StrEnum):
+    """Which side of the handshake this connection plays."""
+
+    CLIENT = "client"
+    SERVER = "server"
+
+
+class State(StrEnum):
+    """Handshake progress."""
+
+    HELLO = "hello"  #: waiting for / about to send hello
+    WELCOME = "welcome"  #: client sent hello; server owes welcome
+    AUTH = "auth"  #: welcome sent; client owes auth
+    AUTHED = "authed"  #: auth sent; server owes authed
+    READY = "ready"
+    CLOSED = "closed"
+
+
+#: (role, state, tag received) -> next state. Receiving anything else before READY is refused.
+RECV: dict[tuple[Role, State, str], State] = {
+    (Role.SERVER, State.HELLO, "hello"): State.WELCOME,
+    (Role.SERVER, State.AUTH, "auth"): State.AUTHED,
+    (Role.CLIENT, State.WELCOME, "welcome"): State.AUTH,
+    (Role.CLIENT, State.AUTHED, "authed"): State.READY,
+}
+#: (role, state, tag sent) -> next state.
+SEND: dict[tuple[Role, State, str], State] = {
+    (Role.CLIENT, State.HELLO, "hello"): State.WELCOME,
+    (Role.CLIENT, State.AUTH, "auth"): State.AUTHED,
+    (Role.SERVER, State.WELCOME, "welcome"): State.AUTH,
+    (Role.SERVER, State.AUTHED, "authed"): State.READY,
+}
+# Framing errors after which the byte stream cannot be trusted to be in step.
+_FATAL = frozenset({ErrorCode.FRAME_TOO_LARGE, ErrorCode.TRUNCATED_FRAME})
+# Messages that may cross in any state: errors (a refused auth), heartbeats and goodbyes.
+_ANY_STATE = frozenset({"error", "ping", "pong", "bye"})
+
+
+def auth_payload(challenge: bytes, server_key: bytes, client_key: bytes) -> bytes:
+    """The bytes a client signs to prove its key: bound to this server and this challenge."""
+    return b"seabattle/v1/auth\x00" + challenge + server_key + client_key
+
+
+def check_auth(msg: m.Auth, challenge: bytes, server_key: bytes) -> None:
+    """Raise ``AUTH_FAILED`` unless ``msg.sig`` is ``msg.key``'s signature of the auth payload."""
+    if len(msg.key) != 32 or len(msg.sig) != 64:
+        raise RemoteProtocolError(ErrorCode.AUTH_FAILED, "key is 32 bytes, sig 64")
+    try:
+        Ed25519PublicKey.from_public_bytes(msg.key).verify(
+            msg.sig, auth_payload(challenge, server_key, msg.key)
+        )
+    except (InvalidSignature, ValueError):
+        raise RemoteProtocolError(ErrorCode.AUTH_FAILED, "signature does not verify") from None
+
+
+class Connection:
+    """One side of one connection, as a pure state machine."""
+
+    def __init__(self, role: Role, max_frame: int = 65536) -> None:
+        self.role = role
+        self.state = State.HELLO
+        self.max_frame = max_frame
+        self._decoder = FrameDecoder(max_frame)
+        self._allowed_in = m.Dir.S2C if role is Role.CLIENT else m.Dir.C2S
+
+    def receive_data(self, data: bytes) -> list[m.Message | RemoteProtocolError]:
+        """Feed bytes; return the messages (and per-message errors) they complete, in order.
+
+        Raises :class:`RemoteProtocolError` for a framing error, after which the session is over.
+        """
+        if self.state is State.CLOSED:
+            raise LocalProtocolError(ErrorCode.UNEXPECTED_MESSAGE, "the connection is closed")
+        try:
+            self._decoder.feed(data)
+        except RemoteProtocolError:
+            self.state = State.CLOSED
+            raise
+        out: list[m.Message | RemoteProtocolError] = []
+        while True:
+            try:
+                body = self._decoder.next_frame()
+            except RemoteProtocolError as e:
+                if e.code in _FATAL:
+                    self.state = State.CLOSED
+                    raise
+                out.append(e)  # a bad body inside a good frame: the stream is still in step
+                continue
+            if body is None:
+                return out
+            try:
+                out.append(self._accept(m.decode(body)))
+            except RemoteProtocolError as e:
+                out.append(e)
+
+    def receive_eof(self) -> None:
+        """The peer closed; raises ``TRUNCATED_FRAME`` if it stopped inside a frame."""
+        self.state = State.CLOSED
+        self._decoder.eof()
+
+    def _accept(self, msg: m.Message) -> m.Message:
+        tag = msg.TAG
+        if msg.DIR is not m.Dir.BOTH and msg.DIR is not self._allowed_in:
+            raise RemoteProtocolError(
+                ErrorCode.UNEXPECTED_MESSAGE, f"{tag!r} is not sent to a {self.role.value}"
+            )
+        if self.state is State.READY or tag in _ANY_STATE:
+            if self.state is State.READY and tag in ("hello", "welcome", "auth", "authed"):
+                raise RemoteProtocolError(ErrorCode.UNEXPECTED_MESSAGE, "the handshake is done")
+            return msg
+        nxt = RECV.get((self.role, self.state, tag))
+        if nxt is None:
+            raise RemoteProtocolError(
+                ErrorCode.HANDSHAKE_REQUIRED,
+                f"{tag!r} received in handshake state {self.state.value!r}",
+            )
+        if isinstance(msg, m.Hello) and not set(msg.versions) & set(SUPPORTED_VERSIONS):
+            raise RemoteProtocolError(
+                ErrorCode.UNSUPPORTED_VERSION,
+                f"versions {list(msg.versions)} offered; this side speaks {list(SUPPORTED_VERSIONS)}",
+            )
+        self.state = nxt
+        return msg
+
+    def send(self, msg: m.Message) -> bytes:
+        """The frame for ``msg``; raises :class:`LocalProtocolError` if it may not be sent now."""
+        tag = msg.TAG
+        if self.state is State.CLOSED:
+            raise LocalProtocolError(ErrorCode.UNEXPECTED_MESSAGE, "the connection is closed")
+        if self.state is not State.READY and tag not in _ANY_STATE:
+            nxt = SEND.get((self.role, self.state, tag))
+            if nxt is None:
+                raise LocalProtocolError(
+                    ErrorCode.HANDSHAKE_REQUIRED,
+                    f"cannot send {tag!r} in handshake state {self.state.value!r}",
+                )
+            self.state = nxt
+        return encode_frame(m.encode(msg), max_frame=self.max_frame)
+
+    def fail_handshake(self) -> None:
+        """Go back to waiting for ``auth`` after a refused one (the client may try again)."""
+        if self.role is Role.SERVER and self.state is State.AUTHED:
+            self.state = State.AUTH

@@ -1,0 +1,328 @@
+"""The store: migrations, persistence across restarts, idempotent rating and the ladder order."""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+import trio
+from seabattle.server.ladder import Rating, update
+from seabattle.server.store import (
+    MIGRATIONS,
+    POSTGRES,
+    SQLITE,
+    Conflict,
+    NotFound,
+    Store,
+    StoreError,
+)
+
+ALICE = "a1" * 32
+BOB = "b2" * 32
+CAROL = "c3" * 32
+GUEST = "guest:7f3a"
+RULES = b"\x81\xa4grid\x0a"  # stands in for canonical msgpack; the store never decodes it
+NOW = 1_700_000_000
+
+
+def mid(n: int) -> str:
+    return f"{n:032x}"
+
+
+async def seed(store: Store, *players: str) -> None:
+    for p in players:
+        await store.upsert_player(p, p[:5], NOW)
+
+
+async def played(store: Store, n: int, a: str, b: str) -> str:
+    match_id = mid(n)
+    await store.create_match(match_id, RULES, "classic", a, b, NOW + n, status="playing")
+    return match_id
+
+
+def schema_versions(path: Path) -> list[int]:
+    with closing(sqlite3.connect(path)) as conn:
+        return [v for (v,) in conn.execute("SELECT version FROM schema_version ORDER BY version")]
+
+
+# Migrations and the file
+
+
+def test_migrations_are_numbered_in_order() -> None:
+    versions = [v for v, _ in MIGRATIONS]
+    assert versions == list(range(1, len(versions) + 1))
+
+
+async def test_migrations_apply_once_and_reopen_is_idempotent(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    for _ in range(3):
+        async with Store.open(path):
+            pass
+    assert schema_versions(path) == [v for v, _ in MIGRATIONS]
+
+
+async def test_file_is_in_wal_mode(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    async with Store.open(path):
+        pass
+    with closing(sqlite3.connect(path)) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+async def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    async with Store.open(path):
+        pass
+    with closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute("INSERT INTO schema_version VALUES (?)", (len(MIGRATIONS) + 1,))
+    with pytest.raises(StoreError, match="newer"):
+        async with Store.open(path):
+            pass
+
+
+async def test_closed_store_refuses_calls() -> None:
+    async with Store.open(":memory:") as store:
+        pass
+    with pytest.raises(trio.ClosedResourceError):
+        await store.get_player(ALICE)
+
+
+async def test_everything_survives_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    async with Store.open(path) as store:
+        await seed(store, ALICE, BOB)
+        m = await played(store, 1, ALICE, BOB)
+        await store.finish_match(m, {"winner": 0, "score": [2, 1]}, NOW + 60)
+        await store.put_record(m, 0, b"whole", b"sig0", NOW + 60)
+        await store.put_record(m, 1, b"game1", b"sig1", NOW + 30)
+        changes = await store.apply_result(m, ALICE, BOB, 1.0, NOW + 60)
+        before = (await store.get_player(ALICE), await store.get_match(m), await store.ladder())
+
+    async with Store.open(path) as store:
+        after = (await store.get_player(ALICE), await store.get_match(m), await store.ladder())
+        assert after == before
+        match = after[1]
+        assert match is not None
+        assert match.rules == RULES
+        assert match.status == "finished" and match.finished == NOW + 60
+        assert match.result == {"winner": 0, "score": [2, 1]}
+        record = await store.get_record(m, 0)
+        assert record is not None and (record.record, record.signature) == (b"whole", b"sig0")
+        # Replaying after a restart is still a no-op that returns the first answer.
+        assert await store.apply_result(m, ALICE, BOB, 1.0, NOW + 999) == changes
+
+
+# Players
+
+
+async def test_upsert_creates_with_default_rating_then_only_renames() -> None:
+    async with Store.open(":memory:") as store:
+        created = await store.upsert_player(ALICE, "alice", NOW)
+        assert created.glicko == Rating()
+        assert (created.games, created.created) == (0, NOW)
+        renamed = await store.upsert_player(ALICE, "alice2", NOW + 5)
+        assert renamed.name == "alice2" and renamed.created == NOW
+        assert await store.get_player(BOB) is None
+
+
+@pytest.mark.parametrize("bad", ["A1" * 32, "a1" * 31, "alice", ""])
+async def test_player_ids_are_keys_or_guests(bad: str) -> None:
+    async with Store.open(":memory:") as store:
+        await store.upsert_player(GUEST, "guest", NOW)
+        with pytest.raises(ValueError):
+            await store.upsert_player(bad, "x", NOW)
+
+
+# Matches
+
+
+async def test_match_lifecycle_and_listing() -> None:
+    async with Store.open(":memory:") as store:
+        await seed(store, ALICE, BOB, CAROL)
+        await store.create_match(mid(1), RULES, "classic", ALICE, None, NOW)
+        await store.create_match(mid(2), RULES, "salvo", BOB, None, NOW + 1)
+        assert [m.id for m in await store.list_matches("open")] == [mid(1), mid(2)]
+
+        started = await store.start_match(mid(1), CAROL)
+        assert (started.status, started.seat1) == ("playing", CAROL)
+        await store.abort_match(mid(2), NOW + 2)
+        await store.abort_match(mid(2), NOW + 3)  # repeating is harmless
+        assert await store.list_matches("open") == []
+        assert [m.id for m in await store.list_matches("aborted")] == [mid(2)]
+
+        await store.finish_match(mid(1), {"winner": 1}, NOW + 10)
+        await store.finish_match(mid(1), {"winner": 1}, NOW + 11)  # a retry is harmless
+        match = await store.get_match(mid(1))
+        assert match is not None and match.finished == NOW + 10
+        with pytest.raises(Conflict):
+            await store.finish_match(mid(1), {"winner": 0}, NOW + 12)
+        with pytest.raises(Conflict):
+            await store.finish_match(mid(2), {"winner": 0}, NOW + 12)
+        assert len(await store.list_matches()) == 2
+
+
+async def test_match_refusals() -> None:
+    async with Store.open(":memory:") as store:
+        await seed(store, ALICE, BOB)
+        await store.create_match(mid(1), RULES, "classic", ALICE, BOB, NOW)
+        with pytest.raises(Conflict):
+            await store.create_match(mid(1), RULES, "classic", ALICE, BOB, NOW)
+        with pytest.raises(NotFound):
+            await store.create_match(mid(2), RULES, "classic", ALICE, CAROL, NOW)
+        with pytest.raises(ValueError):
+            await store.create_match("xyz", RULES, "classic", ALICE, BOB, NOW)
+        with pytest.raises(NotFound):
+            await store.finish_match(mid(9), None, NOW)
+        with pytest.raises(Conflict):
+            await store.start_match(mid(1), ALICE)  # seat already taken
+        assert await store.get_match(mid(2)) is None
+
+
+# Records
+
+
+async def test_records_are_write_once() -> None:
+    async with Store.open(":memory:") as store:
+        await seed(store, ALICE, BOB)
+        m = await played(store, 1, ALICE, BOB)
+        await store.put_record(m, 0, b"rec", b"sig", NOW)
+        await store.put_record(m, 0, b"rec", b"sig", NOW + 1)
+        with pytest.raises(Conflict):
+            await store.put_record(m, 0, b"other", b"sig", NOW)
+        with pytest.raises(NotFound):
+            await store.put_record(mid(9), 0, b"rec", b"sig", NOW)
+        record = await store.get_record(m)
+        assert record is not None and record.created == NOW
+        assert await store.get_record(m, 1) is None
+
+
+async def test_records_for_player_newest_first() -> None:
+    async with Store.open(":memory:") as store:
+        await seed(store, ALICE, BOB, CAROL)
+        for n, (a, b) in enumerate([(ALICE, BOB), (CAROL, ALICE), (BOB, CAROL)], start=1):
+            await played(store, n, a, b)
+            await store.put_record(mid(n), 1, b"g", b"s", NOW + 10 * n)
+            await store.put_record(mid(n), 0, b"m", b"s", NOW + 10 * n + 1)
+
+        mine = await store.records_for_player(ALICE)
+        assert [(r.match_id, r.game) for r in mine] == [
+            (mid(2), 0),
+            (mid(2), 1),
+            (mid(1), 0),
+            (mid(1), 1),
+        ]
+        whole = await store.records_for_player(ALICE, 1, game=0)
+        assert [(r.match_id, r.game) for r in whole] == [(mid(2), 0)]
+
+
+# Ratings and the ladder
+
+
+async def test_apply_result_rates_both_and_counts_games() -> None:
+    async with Store.open(":memory:") as store:
+        await seed(store, ALICE, BOB)
+        m = await played(store, 1, ALICE, BOB)
+        (old_a, new_a), (old_b, new_b) = await store.apply_result(m, ALICE, BOB, 0.0, NOW)
+        assert (old_a, old_b) == (Rating(), Rating())
+        assert (new_a, new_b) == update(Rating(), Rating(), 0.0)
+        alice, bob = await store.get_player(ALICE), await store.get_player(BOB)
+        assert alice is not None and bob is not None
+        assert alice.glicko == new_a and bob.glicko == new_b
+        assert (alice.games, alice.wins, alice.losses, alice.draws) == (1, 0, 1, 0)
+        assert (bob.games, bob.wins, bob.losses, bob.draws) == (1, 1, 0, 0)
+
+
+async def test_apply_result_is_idempotent_per_match() -> None:
+    async with Store.open(":memory:") as store:
+        await seed(store, ALICE, BOB)
+        m = await played(store, 1, ALICE, BOB)
+        first = await store.apply_result(m, ALICE, BOB, 0.5, NOW)
+        players = (await store.get_player(ALICE), await store.get_player(BOB))
+
+        assert await store.apply_result(m, ALICE, BOB, 0.5, NOW + 1) == first
+        # The same outcome told from the other seat is the same match, not a new one.
+        assert await store.apply_result(m, BOB, ALICE, 0.5, NOW + 2) == first[::-1]
+        assert (await store.get_player(ALICE), await store.get_player(BOB)) == players
+
+        with pytest.raises(Conflict):
+            await store.apply_result(m, ALICE, BOB, 1.0, NOW + 3)
+        assert (await store.get_player(ALICE), await store.get_player(BOB)) == players
+
+
+async def test_apply_result_refusals_change_nothing() -> None:
+    async with Store.open(":memory:") as store:
+        await seed(store, ALICE, BOB, CAROL)
+        m = await played(store, 1, ALICE, BOB)
+        with pytest.raises(Conflict):
+            await store.apply_result(m, ALICE, CAROL, 1.0, NOW)  # not the match's players
+        with pytest.raises(NotFound):
+            await store.apply_result(mid(9), ALICE, BOB, 1.0, NOW)
+        with pytest.raises(ValueError):
+            await store.apply_result(m, ALICE, BOB, 0.7, NOW)
+        await store.abort_match(m, NOW)
+        with pytest.raises(Conflict):
+            await store.apply_result(m, ALICE, BOB, 1.0, NOW)
+        for p in (ALICE, BOB, CAROL):
+            player = await store.get_player(p)
+            assert player is not None and player.games == 0 and player.glicko == Rating()
+
+
+async def test_concurrent_results_are_all_applied() -> None:
+    # Many tasks share one connection; the limiter must serialise them without losing updates.
+    async with Store.open(":memory:") as store:
+        await seed(store, ALICE, BOB)
+        ids = [await played(store, n, ALICE, BOB) for n in range(1, 21)]
+        async with trio.open_nursery() as nursery:
+            for m in ids:
+                nursery.start_soon(store.apply_result, m, ALICE, BOB, 1.0, NOW)
+                nursery.start_soon(store.apply_result, m, ALICE, BOB, 1.0, NOW)
+        alice = await store.get_player(ALICE)
+        assert alice is not None and (alice.games, alice.wins) == (20, 20)
+
+
+async def test_ladder_is_ordered_by_rating_and_skips_unplayed() -> None:
+    async with Store.open(":memory:") as store:
+        await seed(store, ALICE, BOB, CAROL, GUEST)
+        # Alice beats Bob twice, Bob beats Carol once; the guest never plays.
+        await store.apply_result(await played(store, 1, ALICE, BOB), ALICE, BOB, 1.0, NOW)
+        await store.apply_result(await played(store, 2, ALICE, BOB), ALICE, BOB, 1.0, NOW)
+        await store.apply_result(await played(store, 3, BOB, CAROL), BOB, CAROL, 1.0, NOW)
+
+        board = await store.ladder()
+        assert [p.id for p in board] == [ALICE, BOB, CAROL]
+        assert [p.rating for p in board] == sorted((p.rating for p in board), reverse=True)
+        assert [p.id for p in await store.ladder(2)] == [ALICE, BOB]
+        assert GUEST in [p.id for p in await store.ladder(min_games=0)]
+
+
+# Dialects
+
+
+def test_dialects_differ_only_where_engines_do() -> None:
+    query = "SELECT x FROM t WHERE a = ? AND b LIKE 'p%'"
+    assert SQLITE.sql(query) == query
+    assert POSTGRES.sql(query) == "SELECT x FROM t WHERE a = %s AND b LIKE 'p%%'"
+    ddl = [POSTGRES.ddl(t) for _, statements in MIGRATIONS for t in statements]
+    assert not any("{" in s or "AUTOINCREMENT" in s or "BLOB" in s for s in ddl)
+    assert any("GENERATED ALWAYS AS IDENTITY" in s for s in ddl)
+
+
+async def test_finishing_with_a_null_result_can_be_retried() -> None:
+    async with Store.open(":memory:") as store:
+        await seed(store, ALICE, BOB)
+        m = await played(store, 1, ALICE, BOB)
+        await store.finish_match(m, None, NOW)
+        await store.finish_match(m, None, NOW + 1)
+        match = await store.get_match(m)
+        assert match is not None and (match.status, match.result) == ("finished", None)
+
+
+async def test_two_stores_on_one_file_migrate_once(tmp_path: Path) -> None:
+    # Another process (a second server, an admin tool) may open the file at the same moment.
+    path = tmp_path / "s.db"
+    async with Store.open(path) as one, Store.open(path) as two:
+        await seed(one, ALICE)
+        assert await two.get_player(ALICE) is not None
+    assert schema_versions(path) == [v for v, _ in MIGRATIONS]
