@@ -86,7 +86,7 @@ def context(match_id: bytes, game: int, seat: int, rules: RuleSet) -> bytes:
 
 
 def _salt(secret: bytes, label: bytes, index: int) -> bytes:
-    return hmac.new(secret, label + _U16.pack(index), hashlib.sha256).digest()[:SALT_BYTES]
+    return hmac.digest(secret, label + _U16.pack(index), "sha256")[:SALT_BYTES]
 
 
 def cell_leaf(ctx: bytes, index: int, occupied: bool, salt: bytes) -> bytes:
@@ -195,6 +195,10 @@ class Commitment:
         """Raise ``BAD_PROOF`` unless ``o`` opens this commitment's ship leaf ``o.ship``."""
         if not 0 <= o.ship < len(self.ships):
             raise _bad(f"ship index {o.ship} is not in the fleet")
+        p = o.placement
+        if not (0 <= p.row < 256 and 0 <= p.col < 256):
+            # A leaf binds a row and a column of one byte each; nothing else can be opened.
+            raise _bad(f"ship {o.ship} opened at ({p.row},{p.col}), off any grid")
         if not hmac.compare_digest(ship_leaf(ctx, o.ship, o.placement, o.salt), self.ships[o.ship]):
             raise _bad(f"opening of ship {o.ship} does not match the commitment")
 
@@ -240,7 +244,7 @@ class Reveal:
         return cls(fleet, d["secret"])
 
     def check(self, rules: RuleSet, ctx: bytes, commitment: Commitment) -> list[int]:
-        """Check the reveal opens ``commitment``; return the occupancy (ship index + 1 or 0 per cell).
+        """Check the reveal opens ``commitment``; return the occupancy (ship index + 1 or 0).
 
         Raises ``BAD_REVEAL`` when the leaves differ (the fleet moved, or the commitment was not
         made from this secret), and :class:`IllegalFleet` when the fleet breaks the rules.
@@ -315,7 +319,7 @@ class Committed:
         return Reveal(self.fleet, self.secret)
 
 
-# -- the fair lot -----------------------------------------------------------------------------------
+# -- the fair lot ----------------------------------------------------------------------------------
 
 
 def coin_commit(match_id: bytes, game: int, seat: int, nonce: bytes) -> bytes:

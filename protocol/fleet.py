@@ -177,8 +177,8 @@ def random_fleet(rules: RuleSet, rng: random.Random, *, attempts: int = 1000) ->
 def can_place(rules: RuleSet, *, budget: int = 200_000) -> bool:
     """Whether some legal placement of the fleet exists (depth-first search, largest ship first).
 
-    The search gives up after ``budget`` nodes and answers ``False``: a rule set that cannot be shown
-    to work within that effort is refused rather than risked.
+    The search gives up after ``budget`` nodes and answers ``False``: a rule set that cannot be
+    shown to work within that effort is refused rather than risked.
     """
     lengths = sorted((s.length for s in rules.fleet), reverse=True)
     free = [True] * rules.cells

@@ -2,11 +2,11 @@
 
 Theory of operation (``spec/protocol.md`` section "The game"):
 
-The referee (a server, or each peer for the other) never sees a fleet before the reveal. It holds the
-two :class:`~.commit.Commitment` values and checks every verdict's openings against them the moment
-the verdict arrives; a false opening, or an opening that contradicts the verdict, loses the game at
-once. What no opening can show without leaking (salvo totals, radar answers, named sinkings, silent
-sinkings) is checked against both :class:`~.commit.Reveal` values at the end.
+The referee (a server, or each peer for the other) never sees a fleet before the reveal. It holds
+the two :class:`~.commit.Commitment` values and checks every verdict's openings against them the
+moment the verdict arrives; a false opening, or an opening that contradicts the verdict, loses the
+game at once. What no opening can show without leaking (salvo totals, radar answers, named
+sinkings, silent sinkings) is checked against both :class:`~.commit.Reveal` values at the end.
 
 Inputs are method calls (:meth:`Game.commit`, :meth:`Game.fire`, :meth:`Game.answer`, ...). Each
 either raises (:class:`~.errors.Refused` for a move the rules refuse: nothing changes and the mover
@@ -30,7 +30,7 @@ from .errors import ErrorCode, ProtocolError, Refused, RemoteProtocolError
 from .fleet import IllegalFleet
 from .grid import Cell
 from .rules import RepeatShot, RuleSet, SalvoReport, ShotMode, SunkReport
-from .verdict import Result, Shot, Verdict, radar_cells, true_answer
+from .verdict import Result, Shot, SunkClaim, Verdict, radar_cells, true_answer
 
 __all__ = [
     "TRANSITIONS",
@@ -234,7 +234,7 @@ class Game:
         else:
             n = self.boards[seat].afloat()
         target = self.boards[1 - seat]
-        open_cells = r.cells - len(target.fired) - len(target.crossed - set(target.fired))
+        open_cells = r.cells - len(target.fired) - len(target.crossed.difference(target.fired))
         return max(1, min(n, open_cells))
 
     # -- setup -----------------------------------------------------------------------------------
@@ -409,6 +409,8 @@ class Game:
 
     def _check_proofs(self, seat: int, shot: Shot, v: Verdict) -> None:
         """Everything that can be proved now; raises ``ProtocolError`` on a lie."""
+        if shot.radar:
+            return  # a radar answer opens nothing (it would leak): it is checked at the reveal
         r = self.rules
         com = self.commitments[seat]
         assert com is not None
@@ -479,17 +481,25 @@ class Game:
                     any_hit = True
                     if r.crossed_out:
                         board.crossed.update(x.index(r.cols) for x in c.corners(r.rows, r.cols))
-        for claim in [res.sunk for res in v.results if res.sunk] + list(v.sunk):
+        sinkings: list[tuple[Cell | None, SunkClaim]] = [
+            (c, res.sunk) for c, res in zip(shot.cells, v.results, strict=False) if res.sunk
+        ]
+        sinkings += [(None, claim) for claim in v.sunk]
+        for at, claim in sinkings:
             cells = (
                 claim.opening.placement.cells(r.fleet[claim.ship].length) if claim.opening else None
             )
             board.sunk[claim.ship] = cells
             if r.crossed_out:
-                ship = cells or self._component(board, shot, v)
+                # An unshown ship is found from the cell that sank it; a salvo reported as a total
+                # does not say which cell that was, so nothing round it can be known to be water.
+                ship = cells or (self._component(board, at) if at is not None else [])
                 for x in ship:
                     board.crossed.update(n.index(r.cols) for n in x.neighbours(r.rows, r.cols))
-        board.crossed -= set(board.fired)
-        if board.hits >= r.fleet_cells:
+        if board.crossed:
+            board.crossed.difference_update(board.fired)
+        need = r.fleet_cells
+        if board.hits >= need:
             self.provisional = Outcome(shot.seat, EndReason.FLEET_SUNK)
             self.phase = Phase.REVEAL
             self.turn = None
@@ -497,7 +507,7 @@ class Game:
             events.append(Event("reveal", outcome=self.provisional))
             return events
         open_cells = r.cells - len(board.fired) - len(board.crossed)
-        if open_cells < r.fleet_cells - board.hits:
+        if open_cells < need - board.hits:
             # Fewer cells left to fire at than ship cells left to hit: the verdicts given so far
             # cannot all be true of a legal fleet. Waiting would only stall the game.
             events.append(Event("verdict", seat=None, shot=shot, verdict=v))
@@ -506,7 +516,7 @@ class Game:
                     shot.seat,
                     EndReason.FALSE_PROOF,
                     f"seat {seat}'s verdicts leave {open_cells} open cells for "
-                    f"{r.fleet_cells - board.hits} unhit ship cells",
+                    f"{need - board.hits} unhit ship cells",
                 )
             )
         again = r.hit_again and any_hit
@@ -517,13 +527,9 @@ class Game:
         events.append(Event("verdict", seat=self.turn, shot=shot, verdict=v))
         return events
 
-    def _component(self, board: Board, shot: Shot, v: Verdict) -> list[Cell]:
+    def _component(self, board: Board, start: Cell) -> list[Cell]:
         # No-touch fleets: the hits 8-connected to the sinking cell are exactly that ship.
         r = self.rules
-        start = shot.cells[-1]
-        for c, res in zip(shot.cells, v.results, strict=False):
-            if res.result is Result.SUNK:
-                start = c
         seen = {start}
         todo = [start]
         while todo:
@@ -640,7 +646,8 @@ class Game:
             where = f"shot {shot.n}"
             if shot.radar:
                 if v.found != found:
-                    return f"{where}: radar at {shot.cells[0].label()} answered {v.found}, truth {found}"
+                    at = shot.cells[0].label()
+                    return f"{where}: radar at {at} answered {v.found}, truth {found}"
                 continue
             hit.update(c.index(r.cols) for c in shot.cells if occ[c.index(r.cols)])
             sunk_true = sorted(t.ship for t in truth if t.ship is not None)

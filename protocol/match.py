@@ -38,10 +38,11 @@ class Match:
         if not self.games or self.rules.first_player is FirstPlayer.LOT:
             return True
         last = self.games[-1]
+        if self.rules.first_player is FirstPlayer.ALTERNATE:
+            # A game that ended in setup before its lot had no first player to alternate from.
+            return last.first is None
         # After a draw there is no loser to fire first: the lot decides again.
-        return self.rules.first_player is FirstPlayer.LOSER and (
-            last.outcome is None or last.outcome.winner is None
-        )
+        return last.outcome is None or last.outcome.winner is None
 
     def next_first(self) -> int | None:
         """Who fires first in the next game by the rules, or ``None`` if a lot must decide."""
@@ -55,7 +56,7 @@ class Match:
         return 1 - last.first
 
     def new_game(self, first: int | None = None) -> Game:
-        """Start the next game. ``first`` is the lot's result when :meth:`needs_lot`, else ignored."""
+        """Start the next game; ``first`` is the lot's result if :meth:`needs_lot`, else ignored."""
         if self.over:
             raise Refused(ErrorCode.GAME_OVER, "the match is over")
         if self.games and self.games[-1].phase is not Phase.OVER:

@@ -28,6 +28,7 @@ Theory of operation (``spec/protocol.md`` section "Records"):
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -78,7 +79,7 @@ class RecordError(ProtocolError):
         super().__init__(ErrorCode.RECORD_INVALID, detail)
 
 
-# -- building and signing ----------------------------------------------------------------------------
+# -- building and signing --------------------------------------------------------------------------
 
 
 def _key_bytes(key: bytes | Ed25519PublicKey, what: str) -> bytes:
@@ -124,9 +125,44 @@ def build_record(
     return built
 
 
+_PLAIN = frozenset({bytes, str, int, bool, type(None)})
+
+
+def _is_canonical(value: Any) -> bool:
+    """Whether plain ``msgpack.packb`` of ``value`` already gives its canonical bytes."""
+    # A loaded or built record is canonical already; checking that is several times cheaper than
+    # rebuilding it with canonical(), which would cost a verification about as much as a replay.
+    # Python orders str keys by code point, which is the order of their UTF-8 bytes.
+    stack = [value]
+    while stack:
+        x = stack.pop()
+        t = type(x)
+        if t is dict:
+            keys = list(x)
+            try:
+                "".join(keys)  # raises unless every key is a string, at C speed
+            except TypeError:
+                return False
+            if keys != sorted(keys):
+                return False
+            stack.extend(x.values())
+        elif t is list:
+            stack.extend(x)
+        elif t not in _PLAIN:
+            return False
+    return True
+
+
+def _pack(value: Any) -> bytes:
+    if _is_canonical(value):
+        packed: bytes = msgpack.packb(value, use_bin_type=True)
+        return packed
+    return canonical_pack(value)
+
+
 def record_head(record: Any) -> bytes:
     """The 32-byte head that every signature of ``record`` signs."""
-    return hashlib.sha256(_HEAD_PREFIX + canonical_pack(record)).digest()
+    return hashlib.sha256(_HEAD_PREFIX + _pack(record)).digest()
 
 
 def sign_record(record: Any, key: Ed25519PrivateKey) -> bytes:
@@ -138,7 +174,11 @@ def sign_as(record: Any, key: Ed25519PrivateKey, role: str) -> dict[str, Any]:
     """A signature entry ``{"key", "sig", "role"}`` of ``record`` by ``key`` in ``role``."""
     if role not in ROLES:
         raise LocalProtocolError(ErrorCode.RECORD_INVALID, f"role {role!r}: one of {ROLES}")
-    return {"key": key.public_key().public_bytes_raw(), "sig": sign_record(record, key), "role": role}
+    return {
+        "key": key.public_key().public_bytes_raw(),
+        "sig": sign_record(record, key),
+        "role": role,
+    }
 
 
 def seal(record: Any, signers: Iterable[tuple[str, Ed25519PrivateKey]]) -> dict[str, Any]:
@@ -148,12 +188,15 @@ def seal(record: Any, signers: Iterable[tuple[str, Ed25519PrivateKey]]) -> dict[
 
 def cosign(signed: dict[str, Any], key: Ed25519PrivateKey, role: str) -> dict[str, Any]:
     """A copy of ``signed`` with one more signature (a player co-signing the referee's record)."""
-    return {"record": signed["record"], "sigs": [*signed["sigs"], sign_as(signed["record"], key, role)]}
+    return {
+        "record": signed["record"],
+        "sigs": [*signed["sigs"], sign_as(signed["record"], key, role)],
+    }
 
 
 def dump_record(signed: Any) -> bytes:
     """The canonical msgpack bytes of a signed record, for the wire and the disk."""
-    return canonical_pack(signed)
+    return _pack(signed)
 
 
 def _no_ext(code: int, data: bytes) -> Any:
@@ -176,7 +219,7 @@ def load_record(data: bytes) -> dict[str, Any]:
     return value
 
 
-# -- verification ------------------------------------------------------------------------------------
+# -- verification ----------------------------------------------------------------------------------
 
 
 @dataclass(slots=True)
@@ -345,12 +388,16 @@ _ENTRY_KEYS: dict[str, frozenset[str]] = {
 }
 
 
+# Parsing a label is most of the cost of replaying a shot; a grid has few labels.
+_cell = functools.lru_cache(maxsize=4096)(parse_cell)
+
+
 def _apply(g: Game, e: dict[str, Any]) -> None:
     """Feed one transcript entry to ``g`` as the referee did."""
     kind = e.get("in")
     if not isinstance(kind, str) or kind not in _ENTRY_KEYS:
         raise RecordError(f"unknown input {kind!r}")
-    if set(e) != _ENTRY_KEYS[kind]:
+    if e.keys() != _ENTRY_KEYS[kind]:
         raise RecordError(f"a {kind} entry is {{{', '.join(sorted(_ENTRY_KEYS[kind]))}}}")
     r = g.rules
     if kind == "commit":
@@ -361,11 +408,11 @@ def _apply(g: Game, e: dict[str, Any]) -> None:
         cells = e["cells"]
         if not isinstance(cells, list) or not all(isinstance(c, str) for c in cells):
             raise RecordError("cells is a list of cell labels")
-        g.fire(_seat(e), [parse_cell(c, r.rows, r.cols) for c in cells], _member(e))
+        g.fire(_seat(e), [_cell(c, r.rows, r.cols) for c in cells], _member(e))
     elif kind == "radar":
         if not isinstance(e["at"], str):
             raise RecordError("at is a cell label")
-        g.radar(_seat(e), parse_cell(e["at"], r.rows, r.cols), _member(e))
+        g.radar(_seat(e), _cell(e["at"], r.rows, r.cols), _member(e))
     elif kind == "answer":
         g.answer(_seat(e), Verdict.from_dict(e["verdict"]))
     elif kind == "expire":
@@ -384,7 +431,11 @@ def _apply(g: Game, e: dict[str, Any]) -> None:
 
 def _same(a: Any, b: Any) -> bool:
     # Python equates True with 1; the canonical bytes (and so the signatures) do not.
-    return canonical_pack(a) == canonical_pack(b)
+    return _pack(a) == _pack(b)
+
+
+def _outcome(g: Game) -> dict[str, Any] | None:
+    return g.outcome.to_dict() if g.outcome else None
 
 
 def _describe(o: dict[str, Any] | None) -> str:
@@ -410,6 +461,7 @@ def _replay_game(
         problems.append(f"transcript_invalid: game {number}: {e.detail}")
         summary.ok, summary.reason = False, problems[-1]
         return summary, False
+    ended = 0
     for j, entry in enumerate(gd["transcript"], 1):
         try:
             _apply(g, entry)
@@ -417,18 +469,23 @@ def _replay_game(
             # the referee's game saw, even when it parses to the same input.
             if g.transcript[-1] != entry:
                 raise RecordError("not in the form the game logs")
-        except ProtocolError as e:
-            problems.append(f"transcript_invalid: game {number} entry {j}: {e.detail or e}")
-        except Exception as e:  # untrusted input must never crash the verifier
-            problems.append(f"transcript_invalid: game {number} entry {j}: {type(e).__name__}: {e}")
-        else:
+            if g.outcome and not ended:
+                ended = j
             continue
+        except ProtocolError as e:
+            why = e.detail or str(e)
+        except Exception as e:  # untrusted input must never crash the verifier
+            why = f"{type(e).__name__}: {e}"
+        if ended:
+            # Say why the replay ended early: that entry, not this one, is where the record lies.
+            why += f"; the replay ended at entry {ended} with {_describe(_outcome(g))}"
+        problems.append(f"transcript_invalid: game {number} entry {j}: {why}")
         summary.ok, summary.reason = False, problems[-1]
-        summary.shots = len(g.shots)
+        summary.first, summary.shots = g.first, len(g.shots)
         return summary, False
     summary.first = g.first
     summary.shots = len(g.shots)
-    replayed = g.outcome.to_dict() if g.outcome else None
+    replayed = _outcome(g)
     summary.outcome = replayed
     start = len(problems)
     if gd["first"] != g.first:

@@ -119,9 +119,9 @@ class MatchFormat:
 class Clocks:
     """Clocks in whole seconds; ``None`` means no clock.
 
-    ``shot`` expiry loses the shot and passes the turn (002 "Timed Turns"; the project's decision for
-    004, whose text is silent). ``max_expiries`` consecutive expiries by one player forfeit the game,
-    so that an absent player cannot stall a match forever.
+    ``shot`` expiry loses the shot and passes the turn (002 "Timed Turns"; the project's decision
+    for 004, whose text is silent). ``max_expiries`` consecutive expiries by one player forfeit the
+    game, so that an absent player cannot stall a match forever.
     """
 
     setup: int | None = None
@@ -233,7 +233,15 @@ class RuleSet:
             return False
         from .fleet import can_place  # local import: fleet imports rules
 
-        return can_place(self)
+        # The search costs milliseconds and every rule set built from the wire (lobby, records)
+        # runs it; whether a fleet fits depends on nothing but these values.
+        key = (self.rows, self.cols, self.touching, tuple(sorted(s.length for s in self.fleet)))
+        fits = _FITS.get(key)
+        if fits is None:
+            if len(_FITS) >= 1024:
+                _FITS.clear()
+            fits = _FITS[key] = can_place(self)
+        return fits
 
     # -- derived values --------------------------------------------------------------------------
 
@@ -254,7 +262,8 @@ class RuleSet:
 
     def replace(self, **changes: Any) -> RuleSet:
         """A copy with some options changed (validated again); the name becomes ``custom``."""
-        changes.setdefault("name", "custom" if self.name == "custom" else f"{self.name}+custom")
+        custom = self.name == "custom" or self.name.endswith("+custom")
+        changes.setdefault("name", self.name if custom else f"{self.name}+custom")
         return dataclasses.replace(self, **changes)
 
     # -- wire form -------------------------------------------------------------------------------
@@ -298,6 +307,8 @@ class RuleSet:
         """SHA-256 of the canonical encoding of :meth:`to_dict`; bound into every commitment."""
         return hashlib.sha256(b"seabattle/v1/rules\x00" + canonical_pack(self.to_dict())).digest()
 
+
+_FITS: dict[tuple[int, int, bool, tuple[int, ...]], bool] = {}
 
 _ENUMS: dict[str, type[StrEnum]] = {
     "shots": ShotMode,
@@ -422,8 +433,9 @@ PRESETS: dict[str, RuleSet] = {
         first_player=FirstPlayer.ALTERNATE,
         sunk=SunkReport.NAMED,
     ),
-    # 000: ten ships 4,3,3,2,2,2,1,1,1,1, no touching (corners too), a hit or a sinking shoots again,
-    # crossed-out corners and borders, sunk ships shown whole, first game by lot then the loser.
+    # 000: ten ships 4,3,3,2,2,2,1,1,1,1, no touching (corners too), a hit or a sinking shoots
+    # again, crossed-out corners and borders, sunk ships shown whole, first game by lot then the
+    # loser.
     "russian": RuleSet(
         name="russian",
         fleet=(
@@ -445,7 +457,8 @@ PRESETS: dict[str, RuleSet] = {
         first_player=FirstPlayer.LOSER,
     ),
     # 003: six ships (18 cells: the seed's "17" is its own slip, the ship table wins), no touching,
-    # one shot per turn, sunk named by type. The "shoot again" house rule is an option shown to both.
+    # one shot per turn, sunk named by type. The "shoot again" house rule is an option shown to
+    # both.
     "six-ship": RuleSet(
         name="six-ship",
         fleet=(*_CLASSIC_FLEET, ShipSpec("Patrol Boat", 1)),

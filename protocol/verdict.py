@@ -178,10 +178,6 @@ def true_answer(
         found = any(occupancy[c.index(rules.cols)] for c in radar_cells(rules, shot.cells[0]))
         return [], found
     hits = set(hit_before)
-    ship_cells: dict[int, list[int]] = {}
-    for i, o in enumerate(occupancy):
-        if o:
-            ship_cells.setdefault(o - 1, []).append(i)
     out = []
     for c in shot.cells:
         i = c.index(rules.cols)
@@ -190,7 +186,11 @@ def true_answer(
             out.append(TrueCell(Result.MISS, None))
             continue
         hits.add(i)
-        if rules.sunk is not SunkReport.SILENT and all(x in hits for x in ship_cells[o - 1]):
+        # Sunk when every cell of the ship is hit, counted over the few hits rather than the whole
+        # grid: the reveal check calls this for every shot of a game.
+        if rules.sunk is not SunkReport.SILENT and occupancy.count(o) == sum(
+            1 for x in hits if occupancy[x] == o
+        ):
             out.append(TrueCell(Result.SUNK, o - 1))
         else:
             out.append(TrueCell(Result.HIT, None))

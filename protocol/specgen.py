@@ -1,0 +1,599 @@
+"""Render the generated sections of ``spec/protocol.md`` from the code, so the two never drift.
+
+Every table in the specification that restates something the code defines (the message table, the
+error registry, the game's phases, the handshake table, the presets, the worked byte examples) is
+written by a function here and pasted between a pair of markers::
+
+    <!-- BEGIN GENERATED: messages -->
+    ...
+    <!-- END GENERATED: messages -->
+
+``python -m seabattle.protocol.specgen --check spec/protocol.md`` exits 1 when a section in the file
+differs from what the code generates now (and names it); ``--write`` rewrites the sections in place.
+The renderers are pure functions of the code: no clock, no randomness, no I/O.
+
+Where the code holds a fact only as behaviour (the phase a game input leads to, what an error code
+means), this module keeps it in a table that is checked against the code's own table, so that a
+change to ``game.TRANSITIONS`` or ``ErrorCode`` fails loudly until the spec is updated too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import re
+import sys
+import types
+import typing
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from . import messages, session
+from .canonical import canonical_pack
+from .codec import MAX_DEPTH, MAX_FRAME, encode_frame
+from .commit import (
+    PROTOCOL_VERSION,
+    Committed,
+    _salt,
+    cell_leaf,
+    coin_commit,
+    coin_result,
+    context,
+    ship_leaf,
+)
+from .errors import ErrorCode
+from .fleet import Fleet
+from .game import TRANSITIONS, Phase
+from .rules import PRESETS, RuleSet
+
+__all__ = [
+    "SECTIONS",
+    "canonical_example",
+    "check",
+    "commit_example",
+    "error_table",
+    "frame_example",
+    "game_states",
+    "handshake_table",
+    "main",
+    "message_table",
+    "presets_table",
+    "render",
+    "rewrite",
+]
+
+# -- messages -------------------------------------------------------------------------------------
+
+_DIR_LABEL = {
+    messages.Dir.C2S: "C→S",
+    messages.Dir.S2C: "S→C",
+    messages.Dir.BOTH: "both",
+}
+
+#: Which game input (a key of ``game.TRANSITIONS``) a wire message feeds, if any.
+GAME_INPUTS: dict[str, str] = {
+    "commit": "commit",
+    "place": "commit",
+    "coin": "set_first",
+    "fire": "fire",
+    "radar": "radar",
+    "answer": "answer",
+    "reveal": "reveal",
+    "resign": "resign",
+}
+
+
+def _type_name(tp: Any) -> str:
+    """The wire spelling of a field annotation: msgpack family names."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        return " \\| ".join(_type_name(a) for a in typing.get_args(tp))
+    if origin is tuple:
+        return f"array of {_type_name(typing.get_args(tp)[0])}"
+    if origin is dict or tp is dict:
+        return "map"
+    names: dict[Any, str] = {
+        type(None): "nil",
+        bool: "bool",
+        int: "int",
+        str: "str",
+        bytes: "bin",
+        Any: "any",
+    }
+    if tp in names:
+        return names[tp]
+    raise TypeError(f"no wire name for {tp!r}")
+
+
+def _fields(cls: type[messages.Message]) -> list[tuple[str, Any]]:
+    hints = typing.get_type_hints(cls)
+    return [(f.name, hints[f.name]) for f in dataclasses.fields(cls)]
+
+
+def _first_line(doc: str | None) -> str:
+    text = " ".join((doc or "").strip().split("\n\n")[0].split())
+    return text.replace("``", "`").replace("`None`", "`nil`").replace("|", "\\|")
+
+
+def _valid_in(tag: str) -> str:
+    """Session states (and game phases) in which a message may be received."""
+    if tag in session._ANY_STATE:
+        return "any state"
+    recv = sorted(
+        f"{role.value} in `{state.value}`" for (role, state, t) in session.RECV if t == tag
+    )
+    if recv:
+        return "; ".join(recv)
+    where = "`ready`"
+    name = GAME_INPUTS.get(tag)
+    if name is not None:
+        phases = [p.value for p in Phase if name in TRANSITIONS[p]]
+        where += "; game phase " + ", ".join(f"`{p}`" for p in phases)
+    return where
+
+
+def message_table() -> str:
+    """The message table: tag, direction, fields with types, where valid, since, meaning."""
+    rows = [
+        "| Tag | Dir | Fields (after `t`) | Valid in | Since | Meaning |",
+        "|---|---|---|---|---|---|",
+    ]
+    for tag, cls in messages.MESSAGES.items():
+        fields = ", ".join(f"`{n}`: {_type_name(tp)}" for n, tp in _fields(cls)) or "-"
+        rows.append(
+            f"| `{tag}` | {_DIR_LABEL[cls.DIR]} | {fields} | {_valid_in(tag)} | "
+            f"{PROTOCOL_VERSION} | {_first_line(cls.__doc__)} |"
+        )
+    rows.append("")
+    rows.append(
+        f"Limits checked on every field: a `str` holds at most {messages.MAX_TEXT} characters, "
+        f"a `bin` at most {messages.MAX_BYTES} bytes, an array at most {messages.MAX_LIST} "
+        "elements. C→S: sent by a client (or the joining peer) to the server (or hosting peer); "
+        "S→C the other way; `both`: either side."
+    )
+    return "\n".join(rows)
+
+
+# -- errors ---------------------------------------------------------------------------------------
+
+_LAYERS = {
+    1: "decoding",
+    2: "session",
+    3: "lobby",
+    4: "game",
+    5: "proofs",
+}
+
+#: What each code means on the wire. A code missing here stops generation (see :func:`error_table`).
+ERROR_MEANINGS: dict[ErrorCode, str] = {
+    ErrorCode.FRAME_TOO_LARGE: "A frame header announces a body longer than the receiver's limit "
+    f"({MAX_FRAME} bytes by default). "
+    "Fails the session.",
+    ErrorCode.TRUNCATED_FRAME: "The stream ended inside a frame (header or body). "
+    "Fails the session.",
+    ErrorCode.MALFORMED_MSGPACK: "The body is not exactly one well-formed msgpack value "
+    "(bad byte, bad UTF-8, truncated value, trailing bytes).",
+    ErrorCode.FORBIDDEN_TYPE: "A float or an extension type (the timestamp included) "
+    "appears anywhere in the body.",
+    ErrorCode.DUPLICATE_KEY: "A map repeats a key.",
+    ErrorCode.TOO_DEEP: f"Maps and arrays nest more than {MAX_DEPTH} deep.",
+    ErrorCode.BAD_MESSAGE: "Well-formed msgpack that is not a valid message: empty frame, top "
+    "level not a map, a non-string key, no string `t`, a missing or extra field, a value of the "
+    "wrong type or over a limit, a verdict of the wrong shape.",
+    ErrorCode.UNKNOWN_TAG: "The `t` tag names no message of the agreed version.",
+    ErrorCode.HANDSHAKE_REQUIRED: "A message other than the next handshake message, "
+    "`error`, `ping`, `pong` or `bye` arrived before the handshake finished.",
+    ErrorCode.UNSUPPORTED_VERSION: "`hello` offers no version the receiver speaks.",
+    ErrorCode.AUTH_FAILED: "The `auth` key or signature is malformed or does not verify, or "
+    "the key is not admitted.",
+    ErrorCode.NOT_ALLOWED: "The sender may not do this: not its seat, not its match, not a "
+    "player of it.",
+    ErrorCode.RATE_LIMITED: "Too many requests or refused messages; slow down.",
+    ErrorCode.BAD_RESUME_TOKEN: "The resume token is unknown, expired or not this key's.",
+    ErrorCode.UNEXPECTED_MESSAGE: "A message sent in the wrong direction, a handshake message "
+    "after the handshake, or a message to a closed connection.",
+    ErrorCode.SHUTTING_DOWN: "The server is shutting down and accepts no new work.",
+    ErrorCode.TIMEOUT: "The peer stayed silent past the session's idle limit.",
+    ErrorCode.INTERNAL_ERROR: "The sender failed internally; the request may be retried.",
+    ErrorCode.NO_SUCH_MATCH: "No match with that id (or invitation code) exists for the sender.",
+    ErrorCode.MATCH_FULL: "Both seats of the match are taken.",
+    ErrorCode.BAD_RULES: "The rule set is malformed or cannot work (the detail says why).",
+    ErrorCode.BAD_INVITE: "The invitation code is unknown, used or expired.",
+    ErrorCode.NO_SUCH_RECORD: "No signed record exists for that match (yet).",
+    ErrorCode.NOT_YOUR_TURN: "The other seat is to move.",
+    ErrorCode.OFF_BOARD: "A called cell or the radar area is not on the grid, or is not a cell.",
+    ErrorCode.ALREADY_FIRED: "A called cell was fired at already (the shot is kept).",
+    ErrorCode.CROSSED_OUT: "A called cell is crossed out: it can only be water (shot kept).",
+    ErrorCode.GAME_OVER: "The game (or the match) is over.",
+    ErrorCode.WRONG_SALVO_SIZE: "The shot calls the wrong number of cells.",
+    ErrorCode.DUPLICATE_IN_SALVO: "A salvo calls the same cell twice.",
+    ErrorCode.RADAR_USED: "The radar was used already in this game.",
+    ErrorCode.RADAR_NOT_ALLOWED: "The rule set has no radar.",
+    ErrorCode.NOT_CALLER: "Another team member calls this turn.",
+    ErrorCode.ILLEGAL_FLEET: "The fleet breaks the rules (custody `place`); place again.",
+    ErrorCode.WRONG_PHASE: "The game is not in a phase that accepts this input.",
+    ErrorCode.ALREADY_COMMITTED: "The seat has committed its fleet already.",
+    ErrorCode.BAD_PROOF: "An opening does not match the commitment, or is malformed.",
+    ErrorCode.VERDICT_MISMATCH: "A verdict contradicts its own openings or the rules.",
+    ErrorCode.MIRRORED_COMMITMENT: "A commitment repeats leaves of the opponent's commitment.",
+    ErrorCode.BAD_COMMITMENT: "A commitment of the wrong shape (leaf count or leaf size).",
+    ErrorCode.BAD_REVEAL: "A reveal that is malformed or does not open the commitment.",
+    ErrorCode.BAD_SIGNATURE: "A signature (co-signature, record signature) does not verify.",
+    ErrorCode.RECORD_INVALID: "A record fails verification.",
+}
+
+_FAILS_SESSION = frozenset({ErrorCode.FRAME_TOO_LARGE, ErrorCode.TRUNCATED_FRAME})
+
+
+def error_table() -> str:
+    """The error registry, one row per :class:`ErrorCode`, in code order."""
+    missing = [c.name for c in ErrorCode if c not in ERROR_MEANINGS]
+    if missing:
+        raise KeyError(f"ERROR_MEANINGS lacks {', '.join(missing)}")
+    rows = ["| Code | Name | Layer | Meaning |", "|---|---|---|---|"]
+    for code in sorted(ErrorCode):
+        rows.append(
+            f"| {int(code)} | `{code.name}` | {_LAYERS[int(code) // 1000]} | "
+            f"{ERROR_MEANINGS[code]} |"
+        )
+    rows.append("")
+    rows.append(
+        "Codes that fail the session: "
+        + ", ".join(f"{int(c)} `{c.name}`" for c in sorted(_FAILS_SESSION))
+        + " (and a zero-length frame, reported as `BAD_MESSAGE`)."
+    )
+    return "\n".join(rows)
+
+
+# -- the game's state machine ---------------------------------------------------------------------
+
+#: Where each (phase, input) pair of ``game.TRANSITIONS`` can lead, and when. Checked against the
+#: table itself: an input added to or removed from TRANSITIONS stops generation until it is here.
+EDGES: dict[tuple[Phase, str], tuple[tuple[Phase, str], ...]] = {
+    (Phase.SETUP, "commit"): (
+        (Phase.SETUP, "a fleet is committed; the other fleet or the first player is missing"),
+        (Phase.FIRING, "both fleets committed and the first player known"),
+    ),
+    (Phase.SETUP, "set_first"): (
+        (Phase.SETUP, "the first player is known; a fleet is missing"),
+        (Phase.FIRING, "both fleets were committed already"),
+    ),
+    (Phase.SETUP, "expire"): ((Phase.OVER, "setup clock: `setup_timeout` or `nobody_placed`"),),
+    (Phase.SETUP, "resign"): ((Phase.OVER, "`resigned`"),),
+    (Phase.SETUP, "abandon"): ((Phase.OVER, "`abandoned`"),),
+    (Phase.FIRING, "fire"): (
+        (Phase.ANSWER, "the shot is accepted; the defender owes a verdict"),
+        (Phase.FIRING, "a repeated single shot under `repeat=wasted`: the turn passes"),
+    ),
+    (Phase.FIRING, "radar"): ((Phase.ANSWER, "the scan is accepted"),),
+    (Phase.FIRING, "expire"): (
+        (Phase.FIRING, "shot clock: the shot is lost, the turn passes"),
+        (Phase.OVER, "`max_expiries` in a row: `shot_timeouts`"),
+    ),
+    (Phase.FIRING, "resign"): ((Phase.OVER, "`resigned`"),),
+    (Phase.FIRING, "abandon"): ((Phase.OVER, "`abandoned`"),),
+    (Phase.ANSWER, "answer"): (
+        (Phase.FIRING, "the verdict is proved; the next mover fires"),
+        (Phase.REVEAL, "the last ship cell was hit"),
+        (
+            Phase.OVER,
+            "an opening is false, or the verdicts leave too few open cells (`false_proof`)",
+        ),
+    ),
+    (Phase.ANSWER, "expire"): ((Phase.OVER, "answer clock: `no_answer`"),),
+    (Phase.ANSWER, "resign"): ((Phase.OVER, "`resigned`"),),
+    (Phase.ANSWER, "abandon"): ((Phase.OVER, "`abandoned`"),),
+    (Phase.REVEAL, "reveal"): (
+        (Phase.REVEAL, "one fleet revealed, the other still owed"),
+        (Phase.OVER, "both revealed: the provisional winner, or a fault decides"),
+    ),
+    (Phase.REVEAL, "expire"): ((Phase.OVER, "reveal clock: a missing reveal is `no_reveal`"),),
+}
+
+
+def _check_edges() -> None:
+    table = {(p, i) for p, inputs in TRANSITIONS.items() for i in inputs}
+    if table != set(EDGES):
+        extra = sorted(f"{p.value}/{i}" for p, i in set(EDGES) - table)
+        lacking = sorted(f"{p.value}/{i}" for p, i in table - set(EDGES))
+        raise KeyError(f"specgen.EDGES is out of date: lacks {lacking}, has extra {extra}")
+
+
+def game_states() -> str:
+    """The game's phases as a mermaid state diagram and a table, from ``game.TRANSITIONS``."""
+    _check_edges()
+    lines = ["```mermaid", "stateDiagram-v2", f"    [*] --> {Phase.SETUP.value}"]
+    for phase in Phase:
+        targets: dict[Phase, list[str]] = {}
+        for inp in sorted(TRANSITIONS[phase]):
+            for dst, _ in EDGES[(phase, inp)]:
+                names = targets.setdefault(dst, [])
+                if inp not in names:
+                    names.append(inp)
+        for dst, inputs in sorted(targets.items(), key=lambda kv: list(Phase).index(kv[0])):
+            lines.append(f"    {phase.value} --> {dst.value}: {', '.join(inputs)}")
+    lines.append(f"    {Phase.OVER.value} --> [*]")
+    lines.append("```")
+    lines.append("")
+    lines.append("| Phase | Input | Next phase | When |")
+    lines.append("|---|---|---|---|")
+    for phase in Phase:
+        inputs = sorted(TRANSITIONS[phase])
+        if not inputs:
+            lines.append(
+                f"| `{phase.value}` | (none) | - | the game is over; every input is "
+                "refused with `GAME_OVER` |"
+            )
+        for inp in inputs:
+            for dst, when in EDGES[(phase, inp)]:
+                lines.append(f"| `{phase.value}` | `{inp}` | `{dst.value}` | {when} |")
+    lines.append("")
+    lines.append(
+        "Any input not listed for the current phase is refused with `WRONG_PHASE` "
+        "(`GAME_OVER` in `over`); the state does not change."
+    )
+    return "\n".join(lines)
+
+
+# -- the handshake --------------------------------------------------------------------------------
+
+
+def handshake_table() -> str:
+    """The handshake state machine from ``session.RECV`` and ``session.SEND``."""
+    rows = ["| Role | State | Event | Tag | Next state |", "|---|---|---|---|---|"]
+    entries = [(r, s, "send", t, n) for (r, s, t), n in session.SEND.items()]
+    entries += [(r, s, "receive", t, n) for (r, s, t), n in session.RECV.items()]
+    order = list(session.State)
+    entries.sort(key=lambda e: (e[0].value, order.index(e[1]), e[2]))
+    for role, state, event, tag, nxt in entries:
+        rows.append(f"| {role.value} | `{state.value}` | {event} | `{tag}` | `{nxt.value}` |")
+    rows.append("")
+    rows.append(
+        "Allowed in every state, in both directions: "
+        + ", ".join(f"`{t}`" for t in sorted(session._ANY_STATE))
+        + f". Versions this implementation speaks: {list(session.SUPPORTED_VERSIONS)}."
+    )
+    return "\n".join(rows)
+
+
+# -- presets --------------------------------------------------------------------------------------
+
+
+def _flat(d: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out += _flat(v, f"{prefix}{k}.")
+        else:
+            out.append((prefix + k, v))
+    return out
+
+
+def _cell(key: str, v: Any) -> str:
+    if key == "fleet":
+        return ", ".join(f"{name} {length}" for name, length in v)
+    if v is None:
+        return "none"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    return str(v)
+
+
+def presets_table() -> str:
+    """Every option of every preset, one column per preset, and each preset's digest."""
+    names = list(PRESETS)
+    cols = {n: dict(_flat(PRESETS[n].to_dict())) for n in names}
+    keys = [k for k, _ in _flat(PRESETS[names[0]].to_dict()) if k != "name"]
+    rows = [
+        "| Option | " + " | ".join(f"`{n}`" for n in names) + " |",
+        "|---|" + "---|" * len(names),
+    ]
+    for k in keys:
+        rows.append(f"| `{k}` | " + " | ".join(_cell(k, cols[n][k]) for n in names) + " |")
+    rows.append("| (ship cells) | " + " | ".join(str(PRESETS[n].fleet_cells) for n in names) + " |")
+    rows.append(
+        "| (commitment bytes) | "
+        + " | ".join(str(32 * (PRESETS[n].cells + len(PRESETS[n].fleet))) for n in names)
+        + " |"
+    )
+    rows.append("")
+    rows.append('Rule-set digests (`SHA-256("seabattle/v1/rules" || 0x00 || canonical(rules))`):')
+    rows.append("")
+    for n in names:
+        rows.append(f"- `{n}`: `{PRESETS[n].digest().hex()}`")
+    return "\n".join(rows)
+
+
+# -- worked byte examples -------------------------------------------------------------------------
+
+
+def _hexdump(data: bytes, width: int = 16) -> list[str]:
+    return [data[i : i + width].hex(" ") for i in range(0, len(data), width)]
+
+
+def frame_example() -> str:
+    """The bytes of a real ``ping`` frame, annotated byte by byte."""
+    frame = encode_frame(messages.encode(messages.Ping(n=7)))
+    body = frame[4:]
+    lines = [
+        "The frame carrying `ping{n: 7}` as this implementation encodes it:",
+        "",
+        "```",
+        *_hexdump(frame),
+        "```",
+        "",
+        "| Offset | Bytes | Meaning |",
+        "|---|---|---|",
+        f"| 0 | `{frame[:4].hex(' ')}` | length prefix: the body is {len(body)} bytes |",
+        f"| 4 | `{body[:1].hex()}` | fixmap of {body[0] & 0x0F} entries |",
+        f"| 5 | `{body[1:3].hex(' ')}` | fixstr of 1 byte: `t` |",
+        f"| 7 | `{body[3:8].hex(' ')}` | fixstr of 4 bytes: `ping` |",
+        f"| 12 | `{body[8:10].hex(' ')}` | fixstr of 1 byte: `n` |",
+        f"| 14 | `{body[10:11].hex()}` | positive fixint {body[10]} |",
+    ]
+    return "\n".join(lines)
+
+
+def canonical_example() -> str:
+    """A small value in canonical encoding, byte by byte."""
+    data = canonical_pack({"b": 1, "a": [True, None, b"\x01"], "é": "x"})
+    return "\n".join(
+        [
+            '`{"b": 1, "a": [true, nil, 0x01], "é": "x"}` (the `0x01` a 1-byte `bin`) encodes '
+            "canonically as:",
+            "",
+            "```",
+            *_hexdump(data, 32),
+            "```",
+            "",
+            '`83` map of 3; `a1 61` "a"; `93` array of 3: `c3` true, `c0` nil, `c4 01 01` bin of '
+            '1 byte; `a1 62` "b"; `01` 1; `a2 c3 a9` "é" (UTF-8 `c3 a9`, sorting after "b"); '
+            '`a1 78` "x".',
+        ]
+    )
+
+
+_EX_MATCH = bytes(range(16))
+_EX_SECRET = bytes([0x11]) * 32
+
+
+def _example_fleet() -> Fleet:
+    return Fleet.of(
+        ("A1", "across"), ("A3", "across"), ("A5", "across"), ("A7", "across"), ("A9", "across")
+    )
+
+
+def commit_example() -> str:
+    """A worked commitment: context, salts, leaves, root, for a fixed fleet and secret."""
+    rules: RuleSet = PRESETS["classic"]
+    fleet = _example_fleet()
+    ctx_body = canonical_pack(
+        {"v": PROTOCOL_VERSION, "match": _EX_MATCH, "game": 1, "seat": 0, "rules": rules.digest()}
+    )
+    ctx = context(_EX_MATCH, 1, 0, rules)
+    c = Committed(rules, fleet, _EX_SECRET, _EX_MATCH, 1, 0)
+    salt0 = _salt(_EX_SECRET, b"cell", 0)
+    ssalt0 = _salt(_EX_SECRET, b"ship", 0)
+    n0 = bytes([0xA0]) * 32
+    n1 = bytes([0xB1]) * 32
+    placements = ", ".join(
+        f"{s.name} at `{p.to_list()}`".replace("True", "true").replace("False", "false")
+        for s, p in zip(rules.fleet, fleet.placements, strict=True)
+    )
+    assert cell_leaf(ctx, 0, True, salt0) == c.commitment.cells[0]
+    assert ship_leaf(ctx, 0, fleet.placements[0], ssalt0) == c.commitment.ships[0]
+    lines = [
+        "Inputs: preset `classic`; match id `" + _EX_MATCH.hex() + "`; game 1; seat 0; "
+        f"secret 32 bytes of `11`; fleet {placements}.",
+        "",
+        "```",
+        "canonical context map (" + str(len(ctx_body)) + " bytes):",
+        *_hexdump(ctx_body, 32),
+        "ctx          = " + ctx.hex(),
+        "salt(cell,0) = " + salt0.hex(),
+        "cell_leaf[0] = " + c.commitment.cells[0].hex() + "   (A1, occupied)",
+        "cell_leaf[1] = " + c.commitment.cells[1].hex(),
+        "salt(ship,0) = " + ssalt0.hex(),
+        "ship_leaf[0] = " + c.commitment.ships[0].hex(),
+        "root         = " + c.root.hex(),
+        "```",
+        "",
+        "Coin for game 1 with nonces of 32 bytes `a0` (seat 0) and `b1` (seat 1):",
+        "",
+        "```",
+        "coin_commit(seat 0) = " + coin_commit(_EX_MATCH, 1, 0, n0).hex(),
+        "coin_commit(seat 1) = " + coin_commit(_EX_MATCH, 1, 1, n1).hex(),
+        "lot hash            = " + hashlib.sha256(b"seabattle/v1/lot\x00" + n0 + n1).hexdigest(),
+        f"first               = seat {coin_result(n0, n1)}",
+        "```",
+    ]
+    return "\n".join(lines)
+
+
+# -- the file -------------------------------------------------------------------------------------
+
+#: Section name -> renderer. The names appear in the markers of ``spec/protocol.md``.
+SECTIONS: dict[str, Callable[[], str]] = {
+    "frame-example": frame_example,
+    "canonical-example": canonical_example,
+    "handshake": handshake_table,
+    "messages": message_table,
+    "presets": presets_table,
+    "game-states": game_states,
+    "commit-example": commit_example,
+    "errors": error_table,
+}
+
+_BLOCK = re.compile(
+    r"(<!-- BEGIN GENERATED: (?P<name>[a-z-]+) -->\n)(?P<body>.*?)"
+    r"(<!-- END GENERATED: (?P=name) -->)",
+    re.DOTALL,
+)
+
+
+def render() -> dict[str, str]:
+    """Every generated section, as the code defines it now."""
+    return {name: fn() for name, fn in SECTIONS.items()}
+
+
+def sections_of(text: str) -> dict[str, str]:
+    """The generated sections found in ``text`` (name -> body without the markers)."""
+    return {m["name"]: m["body"].removesuffix("\n") for m in _BLOCK.finditer(text)}
+
+
+def check(text: str) -> list[str]:
+    """Names of the sections that are missing from ``text`` or differ from the code."""
+    found = sections_of(text)
+    want = render()
+    return [name for name in want if found.get(name) != want[name]]
+
+
+def rewrite(text: str) -> str:
+    """``text`` with every generated section replaced by what the code generates now."""
+    want = render()
+    missing = [name for name in want if name not in sections_of(text)]
+    if missing:
+        raise KeyError(f"no markers for section(s) {', '.join(missing)}")
+
+    def repl(m: re.Match[str]) -> str:
+        body = want.get(m["name"])
+        if body is None:
+            return m.group(0)
+        return f"{m.group(1)}{body}\n{m.group(4)}"
+
+    return _BLOCK.sub(repl, text)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line: ``--check FILE`` (exit 1 on drift) or ``--write FILE``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m seabattle.protocol.specgen",
+        description="Check or rewrite the generated sections of spec/protocol.md.",
+    )
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--check", metavar="FILE", help="exit 1 if generated sections differ")
+    group.add_argument("--write", metavar="FILE", help="rewrite generated sections in place")
+    args = parser.parse_args(argv)
+    if args.check:
+        stale = check(Path(args.check).read_text(encoding="utf-8"))
+        if stale:
+            print(f"{args.check}: out of date: {', '.join(stale)}", file=sys.stderr)
+            print("run: python -m seabattle.protocol.specgen --write FILE", file=sys.stderr)
+            return 1
+        print(f"{args.check}: generated sections match the code")
+        return 0
+    path = Path(args.write)
+    old = path.read_text(encoding="utf-8")
+    new = rewrite(old)
+    if new != old:
+        path.write_text(new, encoding="utf-8")
+        print(f"{args.write}: rewritten")
+    else:
+        print(f"{args.write}: already up to date")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,364 @@
+"""Match records: real matches verify from the record alone; every kind of tampering is named.
+
+Most tampering here is signed again by the referee's own key: a dishonest referee can always sign,
+so it is the replay, not the signature, that has to catch what it changed.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+from collections.abc import Callable
+from typing import Any
+
+import msgpack
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from seabattle.protocol.commit import Committed
+from seabattle.protocol.errors import ErrorCode
+from seabattle.protocol.fleet import random_fleet
+from seabattle.protocol.game import Phase
+from seabattle.protocol.grid import Cell
+from seabattle.protocol.match import Match
+from seabattle.protocol.record import (
+    RecordError,
+    build_record,
+    cosign,
+    dump_record,
+    load_record,
+    record_head,
+    seal,
+    sign_as,
+    sign_record,
+    verify_record,
+)
+from seabattle.protocol.rules import MatchFormat, RuleSet, preset
+from seabattle.protocol.verdict import Defender
+
+SEAT0, SEAT1, REFEREE, OTHER = (
+    Ed25519PrivateKey.from_private_bytes(bytes([n]) * 32) for n in (1, 2, 3, 4)
+)
+PLAYERS = [SEAT0.public_key(), SEAT1.public_key()]
+Record = dict[str, Any]
+
+
+def play(m: Match, rng: random.Random, games: int | None = None, stop_at: int = 0) -> Match:
+    """Honest players fire at random until the match ends (or ``stop_at`` shots into a game)."""
+    while not m.over and (games is None or len(m.games) < games):
+        g = m.new_game(rng.randrange(2) if m.needs_lot() else None)
+        rules = m.rules
+        ds = []
+        for seat in (0, 1):
+            c = Committed(
+                rules, random_fleet(rules, rng), rng.randbytes(32), m.match_id, g.number, seat
+            )
+            ds.append(Defender(c))
+            g.commit(seat, c.commitment)
+        while g.phase is Phase.FIRING:
+            if stop_at and len(g.shots) == stop_at:
+                return m
+            s = g.turn
+            assert s is not None
+            b, cols = g.boards[1 - s], rules.cols
+            if rules.radar and not b.radar_used and rng.random() < 0.1:
+                shot = g.radar(s, Cell(rng.randrange(rules.rows - 1), 0), g.caller(s))[0].shot
+                assert shot is not None
+                g.answer(1 - s, ds[1 - s].answer(shot))
+                continue
+            open_ = [i for i in range(rules.cells) if i not in b.fired and i not in b.crossed]
+            cells = [Cell(i // cols, i % cols) for i in rng.sample(open_, g.shot_count(s))]
+            shot = g.fire(s, cells, g.caller(s))[0].shot
+            assert shot is not None
+            g.answer(1 - s, ds[1 - s].answer(shot))
+        for seat in (0, 1):
+            g.reveal(seat, ds[seat].committed.reveal())
+        m.game_over()
+    return m
+
+
+def match_of(rules: RuleSet, seed: int) -> Match:
+    rng = random.Random(seed)
+    return play(Match(rules, rng.randbytes(16)), rng)
+
+
+BEST_OF_3 = preset("classic-8x8").replace(match=MatchFormat(games=3))
+
+
+@pytest.fixture(scope="module")
+def refereed() -> Record:
+    """The record of a best-of-3 match on 8x8, as the referee builds it."""
+    return build_record(match_of(BEST_OF_3, 1), PLAYERS, REFEREE.public_key())
+
+
+def by_referee(record: Record) -> Record:
+    return seal(record, [("referee", REFEREE)])
+
+
+def reason_of(signed: Record) -> str:
+    report = verify_record(signed)
+    assert not report.ok
+    assert report.reason == report.problems[0]
+    return report.reason
+
+
+# -- honest records --------------------------------------------------------------------------------
+
+
+def test_a_refereed_record_verifies_from_itself_alone(refereed: Record) -> None:
+    report = verify_record(by_referee(refereed))
+    assert report.ok, report.reason
+    assert report.reason == "" and report.problems == []
+    assert [g.number for g in report.games] == [g["number"] for g in refereed["games"]]
+    for summary, recorded in zip(report.games, refereed["games"], strict=True):
+        assert summary.ok and summary.outcome == recorded["outcome"]
+        assert summary.first == recorded["first"]
+    assert report.signatures == [{"role": "referee", "key": refereed["referee"].hex(), "ok": True}]
+    json.dumps(report.to_dict())  # the --json report is plain JSON
+
+
+@pytest.mark.parametrize("name", ["classic", "russian", "sea-battle"])
+def test_records_of_every_kind_of_game_verify(name: str) -> None:
+    record = build_record(match_of(preset(name), 2), PLAYERS, REFEREE.public_key())
+    assert verify_record(by_referee(record)).ok
+
+
+def test_salvo_radar_and_team_records_verify() -> None:
+    rules = preset("classic").replace(shots="salvo-afloat", salvo_report="total", radar=True)
+    record = build_record(match_of(rules, 3), PLAYERS, REFEREE.public_key())
+    assert entries(record, "radar")
+    assert verify_record(by_referee(record)).ok
+    teams = build_record(
+        match_of(preset("classic").replace(team_size=2), 4), PLAYERS, REFEREE.public_key()
+    )
+    assert verify_record(by_referee(teams)).ok
+
+
+def test_the_record_is_a_copy_later_play_does_not_change(refereed: Record) -> None:
+    m = play(Match(BEST_OF_3, bytes(16)), random.Random(5), games=1)
+    record = build_record(m, PLAYERS, REFEREE.public_key())
+    head = record_head(record)
+    play(m, random.Random(6))
+    assert record_head(record) == head
+
+
+def test_an_unfinished_match_verifies_as_far_as_it_went() -> None:
+    m = play(Match(BEST_OF_3, bytes(16)), random.Random(7), stop_at=20)
+    record = build_record(m, PLAYERS, REFEREE.public_key())
+    report = verify_record(by_referee(record))
+    assert report.ok, report.reason
+    assert report.games[-1].outcome is None and report.games[-1].shots == 20
+
+
+def test_the_stored_bytes_are_canonical_and_load_back(refereed: Record) -> None:
+    signed = by_referee(refereed)
+    data = dump_record(signed)
+    assert load_record(data) == signed
+    assert dump_record(load_record(data)) == data
+    assert verify_record(load_record(data)).ok
+
+
+def test_the_head_does_not_depend_on_key_order(refereed: Record) -> None:
+    shuffled = dict(reversed(list(refereed.items())))
+    assert record_head(shuffled) == record_head(refereed)
+
+
+def test_garbage_is_not_a_record() -> None:
+    for data in (b"\xc1", b"\x92\x01\x02", msgpack.packb({"record": msgpack.ExtType(5, b"x")})):
+        with pytest.raises(RecordError) as info:
+            load_record(data)
+        assert info.value.code is ErrorCode.RECORD_INVALID
+
+
+def test_peer_records_need_both_seats(refereed: Record) -> None:
+    peer = {**refereed, "referee": None}
+    both = seal(peer, [("seat0", SEAT0), ("seat1", SEAT1)])
+    assert verify_record(both).ok
+    one = seal(peer, [("seat0", SEAT0)])
+    assert reason_of(one).startswith("missing_signature: a peer record needs the seat1 signature")
+    referee_sig = seal(peer, [("seat0", SEAT0), ("seat1", SEAT1), ("referee", REFEREE)])
+    assert reason_of(referee_sig) == "wrong_key: a referee signature on a peer-play record"
+
+
+def test_players_may_co_sign_the_referees_record(refereed: Record) -> None:
+    signed = cosign(cosign(by_referee(refereed), SEAT1, "seat1"), SEAT0, "seat0")
+    report = verify_record(signed)
+    assert report.ok
+    assert {s["role"] for s in report.signatures} == {"referee", "seat0", "seat1"}
+
+
+def test_a_co_signature_catches_a_referee_that_changed_the_record(refereed: Record) -> None:
+    # The player signed the true record; the referee publishes another one under both names.
+    true_sig = sign_as(refereed, SEAT0, "seat0")
+    forged = copy.deepcopy(refereed)
+    forged["result"]["winner"] = 1 - forged["result"]["winner"]
+    signed = {"record": forged, "sigs": [sign_as(forged, REFEREE, "referee"), true_sig]}
+    problems = verify_record(signed).problems
+    assert "bad_signature: the seat0 signature does not verify" in problems
+
+
+# -- tampering -------------------------------------------------------------------------------------
+
+
+def entries(record: Record, kind: str, game: int = 0) -> list[dict[str, Any]]:
+    return [e for e in record["games"][game]["transcript"] if e["in"] == kind]
+
+
+def first_result(record: Record, result: str) -> dict[str, Any]:
+    for e in entries(record, "answer"):
+        for r in e["verdict"]["results"]:
+            if r["r"] == result:
+                return dict(r)  # a view into the record's own map
+    raise AssertionError(f"no {result} in the record")
+
+
+def hit_to_miss(r: Record) -> None:
+    for e in entries(r, "answer"):
+        res = e["verdict"]["results"][0]
+        if res["r"] == "hit":
+            res["r"] = "miss"
+            return
+
+
+def sunk_to_hit(r: Record) -> None:
+    for e in entries(r, "answer"):
+        res = e["verdict"]["results"][0]
+        if res["r"] == "sunk":
+            res["r"], res["sunk"] = "hit", None
+            return
+
+
+def swap_shots(r: Record) -> None:
+    fires = entries(r, "fire")
+    fires[2]["cells"], fires[5]["cells"] = fires[5]["cells"], fires[2]["cells"]
+
+
+def drop_reveal(r: Record) -> None:
+    transcript = r["games"][0]["transcript"]
+    transcript.remove(entries(r, "reveal")[-1])
+
+
+def flip_outcome(r: Record) -> None:
+    outcome = r["games"][0]["outcome"]
+    outcome["winner"] = 1 - outcome["winner"]
+
+
+def flip_result(r: Record) -> None:
+    r["result"]["winner"] = 1 - r["result"]["winner"]
+
+
+def flip_first(r: Record) -> None:
+    r["games"][0]["first"] = 1 - r["games"][0]["first"]
+
+
+def other_rules(r: Record) -> None:
+    r["rules"]["name"] = "tampered"  # the rules digest binds every commitment
+
+
+def lower_case_call(r: Record) -> None:
+    fire = entries(r, "fire")[0]
+    fire["cells"] = [c.lower() for c in fire["cells"]]
+
+
+def extra_game(r: Record) -> None:
+    r["games"].append({**copy.deepcopy(r["games"][-1]), "number": len(r["games"]) + 1})
+
+
+@pytest.mark.parametrize(
+    ("tamper", "reason"),
+    [
+        (hit_to_miss, "transcript_invalid: game 1 entry "),
+        (sunk_to_hit, "outcome_mismatch: game 1 recorded winner "),
+        (swap_shots, "transcript_invalid: game 1 entry "),
+        (drop_reveal, "outcome_mismatch: game 1 recorded winner "),
+        (flip_outcome, "outcome_mismatch: game 1 recorded winner "),
+        (flip_result, "result_mismatch: recorded "),
+        (flip_first, "first_mismatch: game 1 recorded first seat "),
+        (other_rules, "transcript_invalid: game 1 entry "),
+        (lower_case_call, "transcript_invalid: game 1 entry "),
+        (extra_game, "transcript_invalid: game "),
+    ],
+)
+def test_tampering_is_caught_by_the_replay_even_when_signed_again(
+    refereed: Record, tamper: Callable[[Record], None], reason: str
+) -> None:
+    record = copy.deepcopy(refereed)
+    tamper(record)
+    assert reason_of(by_referee(record)).startswith(reason)
+    # Unsigned again, the same change breaks the referee's signature first.
+    signed = by_referee(refereed)
+    stale = {"record": record, "sigs": signed["sigs"]}
+    assert reason_of(stale) == "bad_signature: the referee signature does not verify"
+
+
+def test_the_reason_says_what_the_replay_found(refereed: Record) -> None:
+    record = copy.deepcopy(refereed)
+    hit_to_miss(record)
+    assert "said miss, opening says otherwise" in reason_of(by_referee(record))
+    record = copy.deepcopy(refereed)
+    sunk_to_hit(record)
+    assert "false_verdict" in reason_of(by_referee(record))
+    assert "answered hit, truth sunk" in reason_of(by_referee(record))
+    record = copy.deepcopy(refereed)
+    swap_shots(record)
+    assert "the opening is for cell" in reason_of(by_referee(record))
+    record = copy.deepcopy(refereed)
+    drop_reveal(record)
+    assert reason_of(by_referee(record)).endswith(
+        "replay says no outcome (the game stopped in phase reveal)"
+    )
+    record = copy.deepcopy(refereed)
+    extra_game(record)
+    assert reason_of(by_referee(record)).endswith(": the match is over")
+
+
+def test_a_forged_signature_is_named(refereed: Record) -> None:
+    signed = by_referee(refereed)
+    sig = bytearray(signed["sigs"][0]["sig"])
+    sig[0] ^= 1
+    signed["sigs"][0]["sig"] = bytes(sig)
+    assert reason_of(signed) == "bad_signature: the referee signature does not verify"
+
+
+def test_a_signature_by_another_key_is_named(refereed: Record) -> None:
+    signed = seal(refereed, [("referee", OTHER)])
+    assert reason_of(signed).startswith("wrong_key: the referee signature is by key ")
+    # A valid signature under the named key, but the key was swapped in the record: the
+    # players' co-signatures no longer match the keys named beside them.
+    swapped = {**refereed, "players": refereed["players"][::-1]}
+    signed = seal(swapped, [("referee", REFEREE), ("seat0", SEAT0)])
+    assert reason_of(signed).startswith("wrong_key: the seat0 signature is by key ")
+
+
+def test_a_record_without_the_referees_signature_is_refused(refereed: Record) -> None:
+    signed = seal(refereed, [("seat0", SEAT0), ("seat1", SEAT1)])
+    assert reason_of(signed) == "missing_signature: a refereed record needs the referee signature"
+
+
+@pytest.mark.parametrize(
+    "signed",
+    [
+        None,
+        {"record": {}, "sigs": []},
+        {"record": {"v": 2}, "sigs": []},
+        {"sigs": []},
+    ],
+)
+def test_what_is_not_a_record_is_malformed(signed: Any) -> None:
+    assert reason_of(signed).startswith("malformed: ")
+
+
+def test_a_record_with_a_float_is_malformed(refereed: Record) -> None:
+    record = copy.deepcopy(refereed)
+    record["result"]["scores"][0] = 2.0
+    signed = {"record": record, "sigs": [{"key": bytes(32), "sig": bytes(64), "role": "referee"}]}
+    assert reason_of(signed).startswith("malformed: ")
+
+
+def test_duplicate_roles_are_malformed(refereed: Record) -> None:
+    signed = seal(refereed, [("referee", REFEREE), ("referee", REFEREE)])
+    assert reason_of(signed) == "malformed: two signatures for role referee"
+
+
+def test_signing_is_over_the_head(refereed: Record) -> None:
+    REFEREE.public_key().verify(sign_record(refereed, REFEREE), record_head(refereed))

@@ -1,0 +1,154 @@
+"""The core's test vectors (spec/vectors/commitments.json, records.json) hold for this code.
+
+Other implementations check themselves against the same files, so a failure here means either the
+code or the published vectors changed: both are protocol changes.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from seabattle.protocol.commit import (
+    CellOpening,
+    Commitment,
+    Committed,
+    Reveal,
+    ShipOpening,
+    coin_commit,
+    coin_result,
+    context,
+)
+from seabattle.protocol.errors import ErrorCode, ProtocolError
+from seabattle.protocol.fleet import Fleet
+from seabattle.protocol.record import dump_record, record_head, verify_record
+from seabattle.protocol.rules import rules_from_dict
+
+VECTORS = Path(__file__).resolve().parent.parent / "spec" / "vectors"
+
+
+def decode(v: Any) -> Any:
+    """JSON to values: ``{"$bin": hex}`` is a byte string."""
+    if isinstance(v, dict):
+        if set(v) == {"$bin"}:
+            return bytes.fromhex(v["$bin"])
+        return {k: decode(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [decode(x) for x in v]
+    return v
+
+
+def load(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = decode(json.loads((VECTORS / name).read_text()))
+    return data
+
+
+C = load("commitments.json")
+R = load("records.json")
+RULES = rules_from_dict(C["rules"])
+
+
+def test_the_rules_digest_and_contexts() -> None:
+    assert RULES.digest() == C["rules_digest"]
+    for v in C["contexts"]:
+        assert context(v["match"], v["game"], v["seat"], RULES) == v["context"]
+    assert len({v["context"] for v in C["contexts"]}) == len(C["contexts"])
+
+
+def test_salts_leaves_and_root_of_the_fleet() -> None:
+    c = Committed(RULES, Fleet.from_list(C["fleet"]), C["secret"], C["match"], C["game"], C["seat"])
+    assert c.ctx == C["context"]
+    assert [c.open_cell(i).salt for i in range(RULES.cells)] == C["cell_salts"]
+    assert [c.open_ship(k).salt for k in range(len(RULES.fleet))] == C["ship_salts"]
+    assert list(c.commitment.cells) == C["cell_leaves"]
+    assert list(c.commitment.ships) == C["ship_leaves"]
+    assert c.root == C["root"]
+    assert Commitment(tuple(C["cell_leaves"]), tuple(C["ship_leaves"])).root(c.ctx) == C["root"]
+
+
+COMMITMENT = Commitment(tuple(C["cell_leaves"]), tuple(C["ship_leaves"]))
+
+
+def check(vector: dict[str, Any], run: Any) -> None:
+    if vector["valid"]:
+        run()
+        return
+    with pytest.raises(ProtocolError) as info:
+        run()
+    assert info.value.code is ErrorCode[vector["error"].upper()]
+
+
+@pytest.mark.parametrize("v", C["cell_openings"], ids=lambda v: v["name"])
+def test_cell_openings(v: dict[str, Any]) -> None:
+    check(v, lambda: COMMITMENT.check_cell(C["context"], CellOpening.from_dict(v["opening"])))
+
+
+@pytest.mark.parametrize("v", C["ship_openings"], ids=lambda v: v["name"])
+def test_ship_openings(v: dict[str, Any]) -> None:
+    check(v, lambda: COMMITMENT.check_ship(C["context"], ShipOpening.from_dict(v["opening"])))
+
+
+@pytest.mark.parametrize("v", C["reveals"], ids=lambda v: v["name"])
+def test_reveals(v: dict[str, Any]) -> None:
+    def run() -> None:
+        occupancy = Reveal.from_dict(v["reveal"]).check(RULES, C["context"], COMMITMENT)
+        assert occupancy == v["occupancy"]
+
+    check(v, run)
+
+
+def test_a_commitment_to_an_illegal_fleet_opens_but_is_refused() -> None:
+    bad = C["illegal"]
+    ctx = context(C["match"], C["game"], bad["seat"], RULES)
+    commitment = Commitment(tuple(bad["cell_leaves"]), tuple(bad["ship_leaves"]))
+    assert commitment.root(ctx) == bad["root"]
+    check(
+        {"valid": False, "error": bad["error"]},
+        lambda: Reveal.from_dict(bad["reveal"]).check(RULES, ctx, commitment),
+    )
+
+
+def test_the_lot() -> None:
+    lot = C["lot"]
+    assert coin_commit(lot["match"], lot["game"], 0, lot["nonce0"]) == lot["commit0"]
+    assert coin_commit(lot["match"], lot["game"], 1, lot["nonce1"]) == lot["commit1"]
+    assert coin_result(lot["nonce0"], lot["nonce1"]) == lot["first"]
+
+
+def test_the_signed_record_verifies_with_its_head_and_bytes() -> None:
+    signed = R["signed"]
+    for role, key in R["keys"].items():
+        if role != "other":
+            assert {"key": key["public"], "role": role} in [
+                {"key": s["key"], "role": s["role"]} for s in signed["sigs"]
+            ]
+    assert record_head(signed["record"]) == R["head"]
+    assert hashlib.sha256(dump_record(signed)).digest() == R["bytes_sha256"]
+    report = verify_record(signed)
+    assert report.ok, report.reason
+    assert [g.to_dict() for g in report.games] == R["expected"]["games"]
+
+
+def patched(vector: dict[str, Any]) -> dict[str, Any]:
+    record = copy.deepcopy(R["signed"]["record"])
+    for op in vector["patch"]:
+        parent = record
+        for step in op["path"][:-1]:
+            parent = parent[step]
+        if op["op"] == "replace":
+            parent[op["path"][-1]] = op["value"]
+        else:
+            assert op["op"] == "remove"
+            del parent[op["path"][-1]]
+    return {"record": record, "sigs": vector.get("sigs", R["signed"]["sigs"])}
+
+
+@pytest.mark.parametrize("v", R["tampered"], ids=lambda v: v["name"])
+def test_tampered_records_fail_with_the_named_reason(v: dict[str, Any]) -> None:
+    report = verify_record(patched(v))
+    assert not report.ok
+    assert report.reason.split(":")[0] == v["reason"]  # the slug is normative, the text is not
