@@ -113,7 +113,7 @@ class Connection:
             try:
                 body = self._decoder.next_frame()
             except RemoteProtocolError as e:
-                if e.code in _FATAL:
+                if e.code in _FATAL or self._decoder.failed:
                     self.state = State.CLOSED
                     raise
                 out.append(e)  # a bad body inside a good frame: the stream is still in step

@@ -1,0 +1,103 @@
+"""The sans-IO handshake and per-message error handling of protocol/session.py."""
+
+from __future__ import annotations
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from seabattle.protocol import messages as m
+from seabattle.protocol.errors import ErrorCode, LocalProtocolError, RemoteProtocolError
+from seabattle.protocol.session import Connection, Role, State, auth_payload, check_auth
+
+
+def _pub(k: Ed25519PrivateKey) -> bytes:
+    return k.public_key().public_bytes_raw()
+
+
+def handshake() -> tuple[Connection, Connection]:
+    client, server = Connection(Role.CLIENT), Connection(Role.SERVER)
+    skey, ckey = Ed25519PrivateKey.generate(), Ed25519PrivateKey.generate()
+    (hello,) = server.receive_data(client.send(m.Hello((1,), "test", ())))
+    assert isinstance(hello, m.Hello)
+    challenge = b"c" * 32
+    welcome = m.Welcome(1, (), _pub(skey), challenge, True)
+    (w,) = client.receive_data(server.send(welcome))
+    assert w == welcome
+    sig = ckey.sign(auth_payload(challenge, _pub(skey), _pub(ckey)))
+    (auth,) = server.receive_data(client.send(m.Auth(_pub(ckey), sig, "me", None)))
+    assert isinstance(auth, m.Auth)
+    check_auth(auth, challenge, _pub(skey))
+    client.receive_data(server.send(m.Authed("id", b"t" * 16)))
+    return client, server
+
+
+def test_handshake_reaches_ready_on_both_sides() -> None:
+    client, server = handshake()
+    assert client.state is State.READY and server.state is State.READY
+    (msg,) = server.receive_data(client.send(m.Ping(7)))
+    assert msg == m.Ping(7)
+
+
+def test_auth_signed_for_another_server_is_refused() -> None:
+    key = Ed25519PrivateKey.generate()
+    sig = key.sign(auth_payload(b"c" * 32, b"A" * 32, _pub(key)))
+    with pytest.raises(RemoteProtocolError) as e:
+        check_auth(m.Auth(_pub(key), sig, "me", None), b"c" * 32, b"B" * 32)
+    assert e.value.code is ErrorCode.AUTH_FAILED
+
+
+def test_message_before_handshake_is_refused_and_session_goes_on() -> None:
+    client, server = Connection(Role.CLIENT), Connection(Role.SERVER)
+    # A client that skips the handshake: build the frame with a READY connection.
+    rogue, _ = handshake()
+    (err,) = server.receive_data(rogue.send(m.ListMatches(1)))
+    assert isinstance(err, RemoteProtocolError) and err.code is ErrorCode.HANDSHAKE_REQUIRED
+    (hello,) = server.receive_data(client.send(m.Hello((1,), "late", ())))
+    assert isinstance(hello, m.Hello) and server.state is State.WELCOME
+
+
+def test_unknown_version_is_refused() -> None:
+    server = Connection(Role.SERVER)
+    frame = Connection(Role.CLIENT).send(m.Hello((99,), "future", ()))
+    (err,) = server.receive_data(frame)
+    assert isinstance(err, RemoteProtocolError) and err.code is ErrorCode.UNSUPPORTED_VERSION
+
+
+def test_bad_body_is_answered_and_next_frame_still_decodes() -> None:
+    client, server = handshake()
+    garbage = b"\x00\x00\x00\x02\xc1\xc1"  # 0xc1 is never valid msgpack
+    out = server.receive_data(garbage + client.send(m.Ping(1)))
+    assert isinstance(out[0], RemoteProtocolError)
+    assert out[0].code is ErrorCode.MALFORMED_MSGPACK
+    assert out[1] == m.Ping(1)
+
+
+def test_wrong_direction_is_refused() -> None:
+    client, server = handshake()
+    # A client may not send what only a server sends.
+    frame = server.send(m.Ok(1, {}))
+    (err,) = server.receive_data(frame)
+    assert isinstance(err, RemoteProtocolError) and err.code is ErrorCode.UNEXPECTED_MESSAGE
+
+
+@pytest.mark.parametrize(
+    ("data", "code"),
+    [
+        (b"\xff\xff\xff\xff", ErrorCode.FRAME_TOO_LARGE),
+        (b"\x00\x00\x00\x00", ErrorCode.BAD_MESSAGE),
+    ],
+)
+def test_framing_errors_end_the_session(data: bytes, code: ErrorCode) -> None:
+    _, server = handshake()
+    with pytest.raises(RemoteProtocolError) as e:
+        server.receive_data(data)
+    assert e.value.code is code
+    assert server.state is State.CLOSED
+    with pytest.raises(LocalProtocolError):
+        server.receive_data(b"")
+
+
+def test_cannot_send_out_of_handshake_order() -> None:
+    with pytest.raises(LocalProtocolError) as e:
+        Connection(Role.CLIENT).send(m.ListMatches(1))
+    assert e.value.code is ErrorCode.HANDSHAKE_REQUIRED
