@@ -1,0 +1,209 @@
+"""The ``seabattle`` command line, through click's CliRunner."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from click.testing import CliRunner
+from seabattle.client.bots import make_strategy
+from seabattle.client.cli import main
+from seabattle.client.peer import BotPlayer, host, join
+from seabattle.protocol.record import dump_record, load_record
+from seabattle.protocol.rules import PRESETS
+
+
+def run(*args: str) -> Any:
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def test_rules_lists_every_preset() -> None:
+    r = run("rules")
+    assert r.exit_code == 0
+    for name in PRESETS:
+        assert name in r.output
+
+
+def test_rules_json_is_the_full_rule_set() -> None:
+    r = run("rules", "russian", "--json")
+    assert r.exit_code == 0
+    assert json.loads(r.output) == PRESETS["russian"].to_dict()
+    every = json.loads(run("rules", "--json").output)
+    assert set(every) == set(PRESETS)
+
+
+def test_rules_readable_table() -> None:
+    r = run("rules", "sea-battle")
+    assert r.exit_code == 0
+    assert "Ship-5 (5)" in r.output and "shot 30s" in r.output
+
+
+def test_unknown_preset_is_a_usage_error() -> None:
+    r = CliRunner().invoke(main, ["rules", "nope"])
+    assert r.exit_code == 2 and "classic" in r.output
+
+
+def _peer_record() -> dict[str, Any]:
+    async def go() -> dict[str, Any]:
+        box: list[Any] = []
+        async with trio.open_nursery() as nursery:
+
+            async def serve(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+                p = BotPlayer(make_strategy("density"), random.Random(3))
+                box.append(await host(p, rules=PRESETS["classic"], task_status=task_status))
+
+            addr = await nursery.start(serve)
+            await join(BotPlayer(make_strategy("hunt"), random.Random(4)), addr[0], addr[1])
+        signed: dict[str, Any] = box[0].signed
+        return signed
+
+    return trio.run(go)
+
+
+@pytest.fixture(scope="module")
+def signed() -> dict[str, Any]:
+    return _peer_record()
+
+
+def test_verify_accepts_a_good_record(tmp_path: Path, signed: dict[str, Any]) -> None:
+    good = tmp_path / "good.sbr"
+    good.write_bytes(dump_record(signed))
+    r = run("verify", str(good))
+    assert r.exit_code == 0, r.output
+    assert "OK" in r.output
+    r = run("verify", "--json", str(good))
+    assert r.exit_code == 0 and json.loads(r.output)[0]["ok"] is True
+
+
+def test_verify_rejects_a_tampered_record(tmp_path: Path, signed: dict[str, Any]) -> None:
+    good = tmp_path / "good.sbr"
+    good.write_bytes(dump_record(signed))
+    bad = load_record(dump_record(signed))
+    result = bad["record"]["result"]
+    result["winner"] = 1 - result["winner"]  # claim the loser won
+    tampered = tmp_path / "tampered.sbr"
+    tampered.write_bytes(dump_record(bad))
+    r = run("verify", str(good), str(tampered))
+    assert r.exit_code == 1
+    assert "FAIL" in r.output and "tampered.sbr" in r.output
+    reports = json.loads(run("verify", "--json", str(tampered)).output)
+    assert reports[0]["ok"] is False and reports[0]["reason"]
+
+
+def test_verify_rejects_garbage(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.sbr"
+    junk.write_bytes(b"\xc1not a record")
+    assert run("verify", str(junk)).exit_code == 1
+
+
+def test_bot_stats_prints_a_summary() -> None:
+    r = run(
+        "bot",
+        "--stats",
+        "--games",
+        "5",
+        "--rules",
+        "classic-8x8",
+        "--strategy",
+        "hunt",
+        "--seed",
+        "1",
+    )
+    assert r.exit_code == 0, r.output
+    assert "mean" in r.output and "median" in r.output and "max" in r.output
+
+
+def test_bot_needs_a_server_or_stats() -> None:
+    assert CliRunner().invoke(main, ["bot"]).exit_code == 2
+
+
+def test_demo_runs_and_verifies(tmp_path: Path) -> None:
+    out = tmp_path / "demo.sbr"
+    r = run("demo", "--save", str(out))
+    assert r.exit_code == 0, r.output
+    assert "verifies" in r.output
+    assert run("verify", str(out)).exit_code == 0
+
+
+def test_peer_demo_runs() -> None:
+    r = run("demo", "--peer", "--rules", "russian")
+    assert r.exit_code == 0, r.output
+    assert "seat0, seat1" in r.output
+
+
+async def test_bot_command_plays_on_a_server_and_saves_records(tmp_path: Path) -> None:
+    import functools
+
+    from seabattle.client.cli import _bot_server
+
+    app = pytest.importorskip("seabattle.server.app")
+    rules = PRESETS["classic-8x8"]
+    async with trio.open_nursery() as nursery:
+        addr = await nursery.start(
+            functools.partial(
+                app.serve,
+                "127.0.0.1",
+                0,
+                db_path=str(tmp_path / "db"),
+                key_path=str(tmp_path / "k"),
+            )
+        )
+        async with trio.open_nursery() as bots:
+            for i, strategy in enumerate(("density", "random")):
+                bots.start_soon(
+                    _bot_server,
+                    addr[0],
+                    addr[1],
+                    strategy,
+                    rules,
+                    "blind",
+                    2,
+                    None,
+                    str(tmp_path),
+                    f"bot{i}",
+                )
+        nursery.cancel_scope.cancel()
+    saved = sorted(tmp_path.glob("*.sbr"))
+    assert len(saved) == 2  # two matches, each saved by both bots under the same name
+    r = run("verify", *map(str, saved))
+    assert r.exit_code == 0, r.output
+
+
+def test_serve_starts_and_stops_on_sigint(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    pytest.importorskip("seabattle.server.app")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from seabattle.client.cli import main; main()",
+            "serve",
+            "--port",
+            "0",
+            "--db",
+            str(tmp_path / "db"),
+            "--key",
+            str(tmp_path / "k"),
+            "--json-status",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        status = json.loads(proc.stdout.readline())
+        assert status["listening"].startswith("127.0.0.1:")
+        proc.send_signal(signal.SIGINT)
+        # app.main prints its status before it installs its signal receiver, so a SIGINT sent at
+        # once may land as KeyboardInterrupt (exit 1) instead of a graceful shutdown (exit 0).
+        assert proc.wait(timeout=20) in (0, 1)
+    finally:
+        proc.kill()
