@@ -1,0 +1,186 @@
+"""The server as a whole: listeners, the match nursery, graceful shutdown, and the CLI entry.
+
+``serve`` is started with ``nursery.start(serve, host, port, ...)`` and reports its bound address
+(bind port 0 in tests). Shutdown (hypercorn's order): stop accepting; refuse new lobby requests;
+tell idle connections ``bye{reason: "shutdown"}``; give running matches ``shutdown_grace`` seconds
+to finish; then tell everyone else and cancel. It happens when ``shutdown`` is set, and, in
+:func:`main`, on SIGINT or SIGTERM. If ``serve`` is cancelled from outside, the goodbyes are still
+sent (shielded, briefly) before it unwinds.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import ssl
+import sys
+from typing import Any
+
+import trio
+
+from .config import Limits
+from .keys import load_or_create_key
+from .lobby import Lobby
+from .session import Client, Identity
+from .store import Store
+
+__all__ = ["main", "serve"]
+
+_log = logging.getLogger("seabattle.server")
+
+
+def _peer_name(stream: trio.abc.Stream) -> str:
+    s: Any = stream
+    if isinstance(s, trio.SSLStream):
+        s = s.transport_stream
+    try:
+        host, port = s.socket.getpeername()[:2]
+        return f"{host}:{port}"
+    except Exception:
+        return "?"
+
+
+async def serve(
+    host: str,
+    port: int,
+    *,
+    db_path: str | os.PathLike[str],
+    key_path: str | os.PathLike[str],
+    task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
+    guests: bool = True,
+    tls: ssl.SSLContext | None = None,
+    limits: Limits | None = None,
+    shutdown: trio.Event | None = None,
+) -> None:
+    """Run the seabattle server on ``host:port`` until ``shutdown`` is set or it is cancelled.
+
+    Reports ``(host, port)`` of the first listener through ``task_status``. ``db_path`` is the
+    SQLite database (``":memory:"`` for tests); ``key_path`` the server's Ed25519 key, created on
+    first run. ``guests`` admits any key; otherwise only keys the store already knows.
+    """
+    limits = limits or Limits()
+    key = load_or_create_key(key_path)
+    public = key.public_key().public_bytes_raw()
+    clients: set[Client] = set()
+    async with (
+        Store.open(db_path) as store,
+        trio.open_nursery() as outer,
+        trio.open_nursery() as matches,
+    ):
+        lobby = Lobby(store, key, matches, limits)
+        ident = Identity(key, public, store, lobby, limits, guests, {}, {})
+        listeners: list[trio.abc.Listener[Any]] = list(
+            await trio.open_tcp_listeners(port, host=host)
+        )
+        if tls is not None:
+            listeners = [trio.SSLListener(ln, tls, https_compatible=False) for ln in listeners]
+
+        async def handle(stream: trio.abc.Stream) -> None:
+            """Serve one accepted connection."""
+            client = Client(ident, stream, _peer_name(stream))
+            clients.add(client)
+            try:
+                await client.run()
+            finally:
+                clients.discard(client)
+
+        accept_scope = trio.CancelScope()
+
+        async def accept() -> None:
+            """Accept connections until shutdown cancels ``accept_scope``."""
+            with accept_scope:
+                await trio.serve_listeners(handle, listeners, handler_nursery=outer)
+
+        matches.start_soon(accept)
+        sock = _first_socket(listeners)
+        addr = sock.getsockname()[:2]
+        _log.info("listening on %s:%d (guests %s)", addr[0], addr[1], guests)
+        task_status.started((addr[0], addr[1]))
+        try:
+            await (shutdown if shutdown is not None else trio.Event()).wait()
+            await _graceful(lobby, clients, limits, accept_scope)
+        finally:
+            matches.cancel_scope.cancel()
+            outer.cancel_scope.cancel()
+
+
+def _first_socket(listeners: list[trio.abc.Listener[Any]]) -> trio.socket.SocketType:
+    ln: Any = listeners[0]
+    if isinstance(ln, trio.SSLListener):
+        ln = ln.transport_listener
+    sock: trio.socket.SocketType = ln.socket
+    return sock
+
+
+async def _graceful(
+    lobby: Lobby, clients: set[Client], limits: Limits, accept_scope: trio.CancelScope
+) -> None:
+    _log.info("shutting down: %d running matches", len(lobby.running))
+    accept_scope.cancel()
+    lobby.closing = True
+    busy = {s.peer for ref in lobby.running.values() for s in ref.seats if s.peer is not None}
+    for c in list(clients):
+        if c not in busy:
+            c.close("shutdown")
+    with trio.move_on_after(limits.shutdown_grace):
+        for ref in list(lobby.running.values()):
+            await ref.done.wait()
+    for c in list(clients):
+        c.close("shutdown")
+    with trio.move_on_after(limits.flush_timeout):
+        while clients:
+            await trio.sleep(0.01)
+
+
+def main(
+    host: str,
+    port: int,
+    db: str,
+    key: str,
+    guests: bool = True,
+    tls_cert: str | None = None,
+    tls_key: str | None = None,
+    json_status: bool = False,
+) -> None:
+    """Run the server until SIGINT/SIGTERM (``seabattle serve``); prints where it listens."""
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+        stream=sys.stderr,
+    )
+    tls: ssl.SSLContext | None = None
+    if tls_cert or tls_key:
+        if not (tls_cert and tls_key):
+            raise SystemExit("TLS needs both a certificate and a key")
+        tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        tls.load_cert_chain(tls_cert, tls_key)
+
+    async def run() -> None:
+        """Serve until a signal asks for the graceful shutdown."""
+        shutdown = trio.Event()
+        async with trio.open_nursery() as nursery:
+            addr = await nursery.start(
+                lambda task_status: serve(
+                    host,
+                    port,
+                    db_path=db,
+                    key_path=key,
+                    guests=guests,
+                    tls=tls,
+                    shutdown=shutdown,
+                    task_status=task_status,
+                )
+            )
+            if json_status:
+                print(json.dumps({"listening": f"{addr[0]}:{addr[1]}", "tls": tls is not None}))
+            else:
+                print(f"seabattle server listening on {addr[0]}:{addr[1]}", flush=True)
+            sys.stdout.flush()
+            with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for _ in signals:
+                    shutdown.set()
+                    break
+
+    trio.run(run)

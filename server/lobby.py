@@ -1,0 +1,375 @@
+"""The lobby: open matches, invitations, the quick-match queue, rematches, spectators, records and
+the ladder (``spec/FLOW.md`` step 2), and the routing of game messages to their referee.
+
+Every request is answered ``ok{ref: id, data}`` or ``error{code, msg, ref: id}``; a handler that
+returns ``None`` answers later (``quick`` and ``rematch`` wait for the other player). The lobby
+owns the referees: it starts each in the server's match nursery and keeps finished ones for a
+while, for co-signatures, rematches and records.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from seabattle.protocol import messages as m
+from seabattle.protocol.canonical import canonical_pack
+from seabattle.protocol.errors import ErrorCode, Refused, RemoteProtocolError
+from seabattle.protocol.record import dump_record
+from seabattle.protocol.rules import RuleSet, rules_from_dict
+
+from .config import Limits, Peer
+from .records import add_cosign, conclude, load_signed
+from .referee import GAME_MESSAGES, MODES, Referee, Seat
+from .store import Store
+
+__all__ = ["Lobby", "OpenMatch"]
+
+_log = logging.getLogger("seabattle.server.lobby")
+
+_INVITE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: read aloud without doubt
+
+
+@dataclass(slots=True)
+class OpenMatch:
+    """A match waiting for its second player."""
+
+    match_id: bytes
+    rules: RuleSet
+    mode: str
+    public: bool
+    host: Peer
+    invite: str
+
+
+@dataclass(slots=True)
+class _Waiting:
+    """A request answered later: the asking peer and its request id."""
+
+    peer: Peer
+    id: int
+
+
+class Lobby:
+    """Matches between authenticated peers; see the module docstring."""
+
+    def __init__(
+        self,
+        store: Store,
+        key: Ed25519PrivateKey,
+        nursery: trio.Nursery,
+        limits: Limits,
+    ) -> None:
+        self.store = store
+        self.key = key
+        self.nursery = nursery
+        self.limits = limits
+        self.open: dict[bytes, OpenMatch] = {}
+        self.invites: dict[str, bytes] = {}
+        self.running: dict[bytes, Referee] = {}
+        self.finished: OrderedDict[bytes, Referee] = OrderedDict()
+        self.quick_queue: dict[tuple[bytes, str], _Waiting] = {}
+        self.quick_rules: dict[tuple[bytes, str], RuleSet] = {}
+        self.rematch_offers: dict[bytes, dict[int, _Waiting]] = {}
+        self.closing = False
+        self._handlers: dict[
+            type[m.Message], Callable[[Peer, Any], Awaitable[dict[str, Any] | None]]
+        ]
+        self._handlers = {
+            m.Create: self._create,
+            m.ListMatches: self._list,
+            m.Join: self._join,
+            m.Quick: self._quick,
+            m.Leave: self._leave,
+            m.Watch: self._watch,
+            m.Rematch: self._rematch,
+            m.GetRecord: self._get_record,
+            m.Ladder: self._ladder,
+        }
+
+    # -- entry points for connections -----------------------------------------------------------
+
+    def is_request(self, msg: m.Message) -> bool:
+        """Whether ``msg`` is a lobby request (it carries an ``id``)."""
+        return type(msg) in self._handlers
+
+    async def request(self, peer: Peer, msg: m.Message) -> None:
+        """Answer one lobby request (errors propagate to the caller, which sends them)."""
+        if self.closing and not isinstance(msg, m.GetRecord | m.Ladder | m.ListMatches):
+            raise Refused(ErrorCode.SHUTTING_DOWN, "the server is shutting down")
+        data = await self._handlers[type(msg)](peer, msg)
+        ref = self.errors_ref(msg)
+        if data is not None and ref is not None:
+            peer.send(m.Ok(ref, data))
+
+    async def game_message(self, peer: Peer, msg: m.Message) -> None:
+        """Route a game message (or a co-signature) to the referee of its match."""
+        mid = getattr(msg, "match", None)
+        if not isinstance(mid, bytes):
+            raise RemoteProtocolError(ErrorCode.UNEXPECTED_MESSAGE, f"{msg.TAG!r} names no match")
+        ref = self.running.get(mid) or self.finished.get(mid)
+        if ref is None:
+            raise Refused(ErrorCode.NO_SUCH_MATCH, "no such running match")
+        seat = ref.seat_of(peer)
+        if seat is None:
+            raise Refused(ErrorCode.NOT_ALLOWED, "you do not play in this match")
+        if isinstance(msg, m.CoSign):
+            await add_cosign(ref, self.store, seat, msg)
+        elif isinstance(msg, GAME_MESSAGES):
+            ref.handle(seat, msg)
+        else:
+            raise RemoteProtocolError(ErrorCode.UNEXPECTED_MESSAGE, f"{msg.TAG!r} is not routed")
+
+    def authenticated(self, peer: Peer, resume: bool) -> None:
+        """``peer`` authenticated: give it back the seats its player holds in running matches.
+
+        With a valid resume token every seat is taken over; without one, only seats nobody holds
+        (a player who lost its token still gets back into a match it dropped out of).
+        """
+        for ref in list(self.running.values()):
+            seat = ref.seat_of_player(peer.player)
+            if seat is not None and (resume or ref.seats[seat].peer is None):
+                ref.attach(seat, peer)
+
+    def disconnected(self, peer: Peer) -> None:
+        """``peer``'s connection ended: free its seats, queue places, offers and open matches."""
+        for key, w in list(self.quick_queue.items()):
+            if w.peer is peer:
+                del self.quick_queue[key]
+        for offers in self.rematch_offers.values():
+            for seat, w in list(offers.items()):
+                if w.peer is peer:
+                    del offers[seat]
+        for mid, om in list(self.open.items()):
+            if om.host is peer:
+                self._cancel_open(mid)
+        for ref in list(self.running.values()) + list(self.finished.values()):
+            ref.detach(peer)
+
+    # -- requests ---------------------------------------------------------------------------------
+
+    @staticmethod
+    def _parse(rules: dict[str, Any], mode: str) -> RuleSet:
+        if mode not in MODES:
+            raise RemoteProtocolError(ErrorCode.BAD_RULES, f"mode {mode!r}: one of {MODES}")
+        return rules_from_dict(rules)  # BadRules carries BAD_RULES
+
+    def _new_id(self) -> bytes:
+        return secrets.token_bytes(16)
+
+    async def _create(self, peer: Peer, msg: m.Create) -> dict[str, Any]:
+        rules = self._parse(msg.rules, msg.mode)
+        mid = self._new_id()
+        invite = "".join(secrets.choice(_INVITE_ALPHABET) for _ in range(8))
+        await self.store.create_match(
+            mid.hex(), canonical_pack(rules.to_dict()), msg.mode, peer.player, None, _now()
+        )
+        self.open[mid] = OpenMatch(mid, rules, msg.mode, msg.public, peer, invite)
+        self.invites[invite] = mid
+        _log.info("[match=%s] created by %s", mid.hex()[:8], peer.player[:12])
+        return {"match": mid, "invite": invite}
+
+    async def _list(self, peer: Peer, msg: m.ListMatches) -> dict[str, Any]:
+        rows = [
+            {
+                "match": om.match_id,
+                "rules": om.rules.to_dict(),
+                "mode": om.mode,
+                "host": om.host.player,
+            }
+            for om in self.open.values()
+            if om.public
+        ]
+        return {"matches": rows}
+
+    async def _join(self, peer: Peer, msg: m.Join) -> dict[str, Any] | None:
+        if msg.invite is not None:
+            mid = self.invites.get(msg.invite.strip().upper())
+            if mid is None:
+                raise Refused(ErrorCode.BAD_INVITE, "no open match has that invitation")
+        elif msg.match is not None:
+            mid = msg.match
+        else:
+            raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, "join names a match or an invitation")
+        om = self.open.get(mid)
+        if om is None:
+            if mid in self.running or mid in self.finished:
+                raise Refused(ErrorCode.MATCH_FULL, "that match has both players")
+            raise Refused(ErrorCode.NO_SUCH_MATCH, "no open match with that id")
+        if om.host.player == peer.player:
+            raise Refused(ErrorCode.NOT_ALLOWED, "you cannot play yourself")
+        del self.open[mid]
+        self.invites.pop(om.invite, None)
+        await self.store.start_match(mid.hex(), peer.player)
+        peer.send(m.Ok(msg.id, {"match": mid}))
+        self._start(mid, om.rules, om.mode, om.public, [om.host, peer])
+        return None  # answered above: the ok goes out before the match's start
+
+    async def _quick(self, peer: Peer, msg: m.Quick) -> dict[str, Any] | None:
+        rules = self._parse(msg.rules, msg.mode)
+        key = (rules.digest(), msg.mode)
+        waiting = self.quick_queue.get(key)
+        if waiting is None or waiting.peer.player == peer.player:
+            self.quick_queue[key] = _Waiting(peer, msg.id)
+            self.quick_rules[key] = rules
+            return None
+        del self.quick_queue[key]
+        mid = self._new_id()
+        await self.store.create_match(
+            mid.hex(),
+            canonical_pack(rules.to_dict()),
+            msg.mode,
+            waiting.peer.player,
+            peer.player,
+            _now(),
+            status="playing",
+        )
+        waiting.peer.send(m.Ok(waiting.id, {"match": mid}))
+        peer.send(m.Ok(msg.id, {"match": mid}))
+        self._start(mid, rules, msg.mode, True, [waiting.peer, peer])
+        return None
+
+    async def _leave(self, peer: Peer, msg: m.Leave) -> dict[str, Any]:
+        om = self.open.get(msg.match)
+        if om is not None:
+            if om.host is not peer:
+                raise Refused(ErrorCode.NOT_ALLOWED, "only the host cancels an open match")
+            self._cancel_open(msg.match)
+            return {"match": msg.match}
+        ref = self.running.get(msg.match)
+        if ref is None:
+            raise Refused(ErrorCode.NO_SUCH_MATCH, "no open or running match with that id")
+        if peer in ref.spectators:
+            ref.spectators.discard(peer)
+            return {"match": msg.match}
+        seat = ref.seat_of(peer)
+        if seat is None:
+            raise Refused(ErrorCode.NOT_ALLOWED, "you do not play in this match")
+        ref.seats[seat].left = True
+        g = ref.game
+        if g is not None and g.phase.value in ("setup", "firing", "answer"):
+            ref.apply(g.resign(seat))
+        return {"match": msg.match}
+
+    async def _watch(self, peer: Peer, msg: m.Watch) -> dict[str, Any] | None:
+        ref = self.running.get(msg.match)
+        if ref is None:
+            raise Refused(ErrorCode.NO_SUCH_MATCH, "no running match with that id")
+        if not ref.public and ref.seat_of_player(peer.player) is None:
+            raise Refused(ErrorCode.NOT_ALLOWED, "that match is private")
+        # The ok comes before the snapshot (FLOW step 2).
+        peer.send(m.Ok(msg.id, {"match": msg.match}))
+        ref.watch(peer)
+        return None
+
+    async def _rematch(self, peer: Peer, msg: m.Rematch) -> dict[str, Any] | None:
+        ref = self.finished.get(msg.match)
+        if ref is None:
+            raise Refused(ErrorCode.NO_SUCH_MATCH, "no finished match with that id")
+        seat = ref.seat_of_player(peer.player)
+        if seat is None:
+            raise Refused(ErrorCode.NOT_ALLOWED, "you did not play in that match")
+        offers = self.rematch_offers.setdefault(msg.match, {})
+        offers[seat] = _Waiting(peer, msg.id)
+        if len(offers) < 2:
+            return None
+        del self.rematch_offers[msg.match]
+        mid = self._new_id()
+        # Seats swap, so the rematch's seat 0 is the previous seat 1.
+        p0, p1 = offers[1], offers[0]
+        await self.store.create_match(
+            mid.hex(),
+            canonical_pack(ref.rules.to_dict()),
+            ref.mode,
+            p0.peer.player,
+            p1.peer.player,
+            _now(),
+            status="playing",
+        )
+        for w in (p0, p1):
+            w.peer.send(m.Ok(w.id, {"match": mid}))
+        self._start(mid, ref.rules, ref.mode, ref.public, [p0.peer, p1.peer])
+        return None
+
+    async def _get_record(self, peer: Peer, msg: m.GetRecord) -> dict[str, Any]:
+        signed = await load_signed(self.store, msg.match.hex())
+        if signed is None:
+            raise Refused(ErrorCode.NO_SUCH_RECORD, "no record for that match")
+        # A record nests deeper than a message may (MAX_DEPTH), so it travels as its canonical
+        # bytes (protocol.record.load_record reads them back).
+        return {"record": dump_record(signed)}
+
+    async def _ladder(self, peer: Peer, msg: m.Ladder) -> dict[str, Any]:
+        rows = await self.store.ladder()
+        return {
+            "rows": [
+                {
+                    "player": r.id,
+                    "name": r.name,
+                    "rating": round(r.rating),
+                    "rd": round(r.rd),
+                    "games": r.games,
+                    "wins": r.wins,
+                    "losses": r.losses,
+                    "draws": r.draws,
+                }
+                for r in rows
+            ]
+        }
+
+    # -- match life -------------------------------------------------------------------------------
+
+    def _cancel_open(self, mid: bytes) -> None:
+        om = self.open.pop(mid)
+        self.invites.pop(om.invite, None)
+        self.nursery.start_soon(self._abort_quietly, mid.hex())
+
+    async def _abort_quietly(self, match_hex: str) -> None:
+        try:
+            await self.store.abort_match(match_hex, _now())
+        except Exception:
+            _log.exception("[match=%s] abort failed", match_hex[:8])
+
+    def _start(
+        self, mid: bytes, rules: RuleSet, mode: str, public: bool, peers: list[Peer]
+    ) -> None:
+        seats = [Seat(p.player, p.name, p) for p in peers]
+        ref = Referee(
+            match_id=mid, rules=rules, mode=mode, seats=seats, public=public, finish=self._conclude
+        )
+        self.running[mid] = ref
+        self.nursery.start_soon(self._run, ref)
+
+    async def _conclude(self, ref: Referee) -> None:
+        await conclude(ref, self.store, self.key)
+
+    async def _run(self, ref: Referee) -> None:
+        try:
+            await ref.run()
+        finally:
+            self.running.pop(ref.match_id, None)
+            if ref.signed is None:
+                with trio.CancelScope(shield=True), trio.move_on_after(5):
+                    await self._abort_quietly(ref.hex)
+            self.finished[ref.match_id] = ref
+            while len(self.finished) > self.limits.finished_kept:
+                self.finished.popitem(last=False)
+
+    def errors_ref(self, msg: m.Message) -> int | None:
+        """The ``ref`` an error about ``msg`` cites: its request id, or its shot's ``seq``."""
+        for name in ("id", "seq"):
+            v = getattr(msg, name, None)
+            if isinstance(v, int):
+                return v
+        return None
+
+
+def _now() -> int:
+    return int(time.time())

@@ -1,0 +1,323 @@
+"""One task per connection: the sans-IO :class:`Connection` over a trio stream.
+
+Theory of operation. :meth:`Client.run` owns three tasks: the *reader* feeds received bytes to
+``Connection(Role.SERVER)`` and handles each message in turn; the *writer* is the only task that
+writes to the stream, draining a bounded queue that :meth:`Client.send` fills without ever
+blocking (a peer whose queue is full is too slow to follow and is dropped, so a slow spectator can
+never hold up a match); the *heartbeat* pings a quiet peer. Deadlines: the handshake must finish
+within ``handshake_timeout``, and a peer silent for ``idle_timeout`` is gone.
+
+Errors (``spec/FLOW.md``): a message the protocol or the rules refuse is answered with
+``error{code, msg, ref}`` and the session goes on; a framing error is answered and the connection
+closed. A failure inside the server is logged and answered with ``INTERNAL_ERROR``: it never ends
+another connection or match.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import secrets
+import time
+from dataclasses import dataclass
+
+import trio
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from seabattle.protocol import messages as m
+from seabattle.protocol.codec import encode_frame
+from seabattle.protocol.errors import ErrorCode, LocalProtocolError, ProtocolError
+from seabattle.protocol.session import Connection, Role, State, check_auth
+
+from .config import ContextLog, Limits
+from .lobby import Lobby
+from .store import Store
+
+__all__ = ["Client", "Identity", "TokenBucket"]
+
+_log = logging.getLogger("seabattle.server.session")
+
+
+class TokenBucket:
+    """A token bucket: ``rate`` tokens a second, at most ``burst`` saved up."""
+
+    def __init__(self, rate: float, burst: int) -> None:
+        self.rate = rate
+        self.burst = float(burst)
+        self.tokens = float(burst)
+        self.at = trio.current_time()
+
+    def take(self) -> bool:
+        """Take one token if there is one."""
+        now = trio.current_time()
+        self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
+        self.at = now
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return True
+        return False
+
+
+@dataclass(slots=True)
+class Identity:
+    """What every connection needs from the server: keys, store, lobby, policy."""
+
+    key: Ed25519PrivateKey
+    public: bytes
+    store: Store
+    lobby: Lobby
+    limits: Limits
+    guests: bool
+    tokens: dict[bytes, str]  #: resume token -> player id
+    player_tokens: dict[str, bytes]  #: player id -> its resume token
+
+
+class Client:
+    """One connection from a client; it is the :class:`~.config.Peer` the lobby sees."""
+
+    def __init__(self, ident: Identity, stream: trio.abc.Stream, peer: str) -> None:
+        self.ident = ident
+        self.stream = stream
+        self.addr = peer
+        self.limits = ident.limits
+        self.conn = Connection(Role.SERVER, max_frame=self.limits.max_frame)
+        self._out, self._out_recv = trio.open_memory_channel[bytes](self.limits.send_queue)
+        self.player = ""
+        self.name = ""
+        self.challenge = secrets.token_bytes(32)
+        self.bucket = TokenBucket(self.limits.rate, self.limits.burst)
+        self.last_rx = trio.current_time()
+        self._scope = trio.CancelScope()  # the reader
+        self._hb_scope = trio.CancelScope()
+        self._writer_scope = trio.CancelScope()
+        self._closing = False
+        self._pings = 0
+        self.log = ContextLog(_log, {"peer": peer})
+
+    @property
+    def authed(self) -> bool:
+        """Whether the handshake is complete."""
+        return self.conn.state is State.READY
+
+    # -- sending ----------------------------------------------------------------------------------
+
+    def send(self, msg: m.Message) -> None:
+        """Queue ``msg``; a peer whose queue is full is dropped rather than waited for."""
+        if self._closing:
+            return
+        try:
+            if self.conn.state is State.CLOSED and isinstance(msg, m.Error):
+                # After a framing error the session refuses to send, but the peer is still owed
+                # the reason (FLOW: framing errors -> error, then close).
+                frame = encode_frame(m.encode(msg), max_frame=self.limits.max_frame)
+            else:
+                frame = self.conn.send(msg)
+        except LocalProtocolError as e:
+            # Our own message cannot be framed (too large, too deep): a server bug, not the peer's.
+            self.log.error("cannot send %s: %s", msg.TAG, e)
+            if not isinstance(msg, m.Error):
+                self.send(m.Error(int(ErrorCode.INTERNAL_ERROR), f"cannot send {msg.TAG}", None))
+            return
+        try:
+            self._out.send_nowait(frame)
+        except trio.WouldBlock:
+            self.log.warning("send queue full: dropping the connection")
+            self.kill()
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            pass
+
+    def error(self, code: ErrorCode, detail: str, ref: int | None = None) -> None:
+        """Send ``error{code, msg, ref}``."""
+        self.send(m.Error(int(code), detail[:500], ref))
+
+    def close(self, reason: str) -> None:
+        """Send ``bye{reason}``, then close once the queue has drained (or its deadline passed)."""
+        if self._closing:
+            return
+        if self.conn.state is not State.CLOSED:
+            self.send(m.Bye(reason))
+        self._closing = True
+        self._out.close()
+        self._scope.cancel()
+        self._hb_scope.cancel()
+        self._writer_scope.deadline = min(
+            self._writer_scope.deadline, trio.current_time() + self.limits.flush_timeout
+        )
+
+    async def goodbye(self, reason: str) -> None:
+        """Write ``bye{reason}`` straight to the stream, bypassing the queue (last words only)."""
+        if self._closing or self.conn.state is State.CLOSED:
+            return
+        self._closing = True
+        with contextlib.suppress(
+            trio.BusyResourceError, trio.BrokenResourceError, trio.ClosedResourceError
+        ):
+            await self.stream.send_all(self.conn.send(m.Bye(reason)))
+
+    def kill(self) -> None:
+        """Close at once, without draining."""
+        self._closing = True
+        self._out.close()
+        self._scope.cancel()
+        self._hb_scope.cancel()
+        self._writer_scope.cancel()
+
+    # -- the tasks --------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Serve the connection until it closes; never raises (except for cancellation)."""
+        self.log.info("connected")
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._writer)
+                nursery.start_soon(self._heartbeat)
+                with self._scope:
+                    await self._reader()
+                # The reader ended (EOF, error, close()): let the writer drain, then stop.
+                self.close("closed")
+        except Exception:
+            self.log.exception("connection failed")
+        finally:
+            cancelled = not self._closing
+            if self.player:
+                self.ident.lobby.disconnected(self)
+            with (
+                trio.CancelScope(shield=True),
+                trio.move_on_after(1),
+                contextlib.suppress(Exception),
+            ):
+                if cancelled:
+                    # Cancelled from outside (the server is going down without a graceful
+                    # phase): still tell the peer, so it knows this is no network failure.
+                    await self.goodbye("shutdown")
+                self._closing = True
+                await self.stream.aclose()
+            self.log.info("closed")
+
+    async def _writer(self) -> None:
+        with self._writer_scope:
+            try:
+                async for frame in self._out_recv:
+                    await self.stream.send_all(frame)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                self.kill()
+            except Exception:
+                self.log.exception("writer failed")
+                self.kill()
+
+    async def _heartbeat(self) -> None:
+        every = self.limits.ping_interval
+        with self._hb_scope:
+            while True:
+                quiet_until = self.last_rx + every
+                if trio.current_time() < quiet_until:
+                    await trio.sleep_until(quiet_until)
+                    continue
+                if self.authed:
+                    self._pings += 1
+                    self.send(m.Ping(self._pings))
+                await trio.sleep(every)
+
+    async def _reader(self) -> None:
+        handshake_deadline = trio.current_time() + self.limits.handshake_timeout
+        while True:
+            if self.authed:
+                deadline = self.last_rx + self.limits.idle_timeout
+            else:
+                deadline = handshake_deadline
+            with trio.move_on_at(deadline) as cs:
+                try:
+                    data = await self.stream.receive_some(65536)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    return
+            if cs.cancelled_caught:
+                what = "handshake" if not self.authed else "idle"
+                self.error(ErrorCode.TIMEOUT, f"{what} timeout")
+                self.close("timeout")
+                return
+            if not data:
+                with contextlib.suppress(ProtocolError):
+                    self.conn.receive_eof()
+                return
+            self.last_rx = trio.current_time()
+            try:
+                items = self.conn.receive_data(bytes(data))
+            except ProtocolError as e:
+                # Framing is lost: the byte stream can no longer be trusted to be in step.
+                self.error(e.code, e.detail)
+                self.close("framing error")
+                return
+            for item in items:
+                if isinstance(item, ProtocolError):
+                    if self.bucket.take():
+                        self.error(item.code, item.detail)
+                    continue
+                await self._handle(item)
+                if self._closing:
+                    return
+            # Time spent handling (a slow store) is not the peer's silence.
+            self.last_rx = trio.current_time()
+
+    # -- messages ---------------------------------------------------------------------------------
+
+    async def _handle(self, msg: m.Message) -> None:
+        lobby = self.ident.lobby
+        ref = lobby.errors_ref(msg)
+        if not self.bucket.take():
+            self.error(ErrorCode.RATE_LIMITED, "too many messages; slow down", ref)
+            return
+        try:
+            if isinstance(msg, m.Hello):
+                self._hello()
+            elif isinstance(msg, m.Auth):
+                await self._auth(msg)
+            elif isinstance(msg, m.Ping):
+                self.send(m.Pong(msg.n))
+            elif isinstance(msg, m.Pong):
+                pass
+            elif isinstance(msg, m.Bye):
+                self.close("bye")
+            elif isinstance(msg, m.Error):
+                self.log.info("peer reports error %d: %s", msg.code, msg.msg)
+            elif lobby.is_request(msg):
+                await lobby.request(self, msg)
+            elif isinstance(msg, m.Coin):
+                self.error(ErrorCode.UNEXPECTED_MESSAGE, "the referee draws the lot", ref)
+            else:
+                await lobby.game_message(self, msg)
+        except ProtocolError as e:
+            self.error(e.code, e.detail, ref)
+        except Exception:
+            self.log.exception("handling %s failed", msg.TAG)
+            self.error(ErrorCode.INTERNAL_ERROR, f"the server failed to handle {msg.TAG}", ref)
+
+    def _hello(self) -> None:
+        self.send(m.Welcome(1, (), self.ident.public, self.challenge, self.ident.guests))
+
+    async def _auth(self, msg: m.Auth) -> None:
+        ident = self.ident
+        try:
+            check_auth(msg, self.challenge, ident.public)
+            player = msg.key.hex()
+            if not ident.guests and await ident.store.get_player(player) is None:
+                raise ProtocolError(
+                    ErrorCode.AUTH_FAILED, "this server admits registered keys only"
+                )
+            resume = False
+            if msg.resume is not None:
+                if ident.tokens.get(msg.resume) != player:
+                    raise ProtocolError(ErrorCode.BAD_RESUME_TOKEN, "unknown resume token")
+                resume = True
+        except ProtocolError:
+            self.conn.fail_handshake()
+            raise
+        self.player, self.name = player, msg.name[:64]
+        self.log = ContextLog(_log, {"peer": self.addr, "player": player[:12]})
+        await ident.store.upsert_player(player, self.name, int(time.time()))
+        token = ident.player_tokens.get(player)
+        if token is None:
+            token = secrets.token_bytes(24)
+            ident.player_tokens[player] = token
+            ident.tokens[token] = player
+        self.send(m.Authed(player, token))
+        self.log.info("authenticated%s", " (resume)" if resume else "")
+        ident.lobby.authenticated(self, resume)
