@@ -11,8 +11,8 @@ enum by the tests). Codes are grouped by the layer that raises them:
 * 5xxx proofs and records: commitments, openings, reveals, signatures.
 
 Following h11, there are two exception kinds. :class:`RemoteProtocolError` means the *other* side
-broke the protocol; :class:`LocalProtocolError` means *this* side misused the API. Both carry a code,
-so raising the right exception is the same as choosing the right wire code (the h2 idea).
+broke the protocol; :class:`LocalProtocolError` means *this* side misused the API. Both carry a
+code, so raising the right exception is the same as choosing the right wire code (the h2 idea).
 """
 
 from __future__ import annotations
@@ -108,4 +108,4 @@ class LocalProtocolError(ProtocolError):
 
 
 class Refused(ProtocolError):
-    """A move the rules refuse. The state is unchanged: the game goes on, the mover keeps its turn."""
+    """A move the rules refuse. Nothing changes: the game goes on and the mover keeps its turn."""

@@ -149,7 +149,8 @@ class Connection:
         if isinstance(msg, m.Hello) and not set(msg.versions) & set(SUPPORTED_VERSIONS):
             raise RemoteProtocolError(
                 ErrorCode.UNSUPPORTED_VERSION,
-                f"versions {list(msg.versions)} offered; this side speaks {list(SUPPORTED_VERSIONS)}",
+                f"versions {list(msg.versions)} offered; "
+                f"this side speaks {list(SUPPORTED_VERSIONS)}",
             )
         self.state = nxt
         return msg

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
 from seabattle.protocol import messages as m
 from seabattle.protocol.errors import ErrorCode, LocalProtocolError, RemoteProtocolError
 from seabattle.protocol.session import Connection, Role, State, auth_payload, check_auth
@@ -73,7 +72,7 @@ def test_bad_body_is_answered_and_next_frame_still_decodes() -> None:
 
 
 def test_wrong_direction_is_refused() -> None:
-    client, server = handshake()
+    _client, server = handshake()
     # A client may not send what only a server sends.
     frame = server.send(m.Ok(1, {}))
     (err,) = server.receive_data(frame)
