@@ -21,16 +21,16 @@ with ``WRONG_PHASE``, naming the phase and the input.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 from .commit import Commitment, Reveal, context
 from .errors import ErrorCode, ProtocolError, Refused, RemoteProtocolError
 from .fleet import IllegalFleet
 from .grid import Cell
-from .rules import RepeatShot, RuleSet, SalvoReport, ShotMode, SunkReport
-from .verdict import Result, Shot, SunkClaim, Verdict, radar_cells, true_answer
+from .proofs import check_proofs, check_shape, first_lie
+from .rules import RepeatShot, RuleSet, ShotMode
+from .state import TRANSITIONS, Board, Deadline, EndReason, Event, Outcome, Phase
+from .verdict import Result, Shot, SunkClaim, Verdict, radar_cells
 
 __all__ = [
     "TRANSITIONS",
@@ -42,119 +42,6 @@ __all__ = [
     "Outcome",
     "Phase",
 ]
-
-
-class Phase(StrEnum):
-    """Where a game stands."""
-
-    SETUP = "setup"  #: fleets are being committed
-    FIRING = "firing"  #: the side to move may call a shot
-    ANSWER = "answer"  #: a shot was called; the defender owes its verdict
-    REVEAL = "reveal"  #: the last ship sank; both fleets must be revealed
-    OVER = "over"
-
-
-class Deadline(StrEnum):
-    """The clocks a shell may run for a game."""
-
-    SETUP = "setup"
-    SHOT = "shot"
-    ANSWER = "answer"
-    REVEAL = "reveal"
-
-
-class EndReason(StrEnum):
-    """Why a game ended; part of every outcome, seen by both players and the record."""
-
-    FLEET_SUNK = "fleet_sunk"
-    SETUP_TIMEOUT = "setup_timeout"  #: one side did not place in time: it forfeits (004)
-    NOBODY_PLACED = "nobody_placed"  #: neither placed in time: a recorded draw (004)
-    SHOT_TIMEOUTS = "shot_timeouts"  #: too many shot clocks ran out in a row
-    NO_ANSWER = "no_answer"  #: the defender owed a verdict and did not give it in time
-    RESIGNED = "resigned"
-    ABANDONED = "abandoned"  #: disconnected beyond the grace period
-    FALSE_PROOF = "false_proof"  #: an opening did not match the commitment or the verdict
-    FALSE_VERDICT = "false_verdict"  #: the reveal showed a verdict to be false
-    ILLEGAL_FLEET = "illegal_fleet"
-    BAD_REVEAL = "bad_reveal"  #: the revealed fleet is not the committed one
-    NO_REVEAL = "no_reveal"
-    BOTH_AT_FAULT = "both_at_fault"  #: both sides lied or failed to reveal: a draw
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """How a game ended: the winner (``None`` for a draw), why, and the detail of any fault."""
-
-    winner: int | None
-    reason: EndReason
-    detail: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        """Wire form."""
-        return {"winner": self.winner, "reason": self.reason.value, "detail": self.detail}
-
-
-@dataclass(frozen=True, slots=True)
-class Event:
-    """Something that happened, for the shell to tell the players (and to log).
-
-    ``kind`` is one of: ``committed``, ``firing`` (firing begins; ``seat`` moves first),
-    ``shot`` (``shot`` called; the defender owes a verdict), ``verdict`` (``shot`` answered by
-    ``verdict``; ``seat`` moves next), ``shot_lost`` (``seat``'s shot was lost: clock or repeat;
-    ``data["next"]`` moves next), ``reveal`` (the fleet was sunk; both must reveal), ``revealed``
-    (``seat`` revealed), ``over`` (``outcome``).
-    """
-
-    kind: str
-    seat: int | None = None
-    shot: Shot | None = None
-    verdict: Verdict | None = None
-    outcome: Outcome | None = None
-    data: dict[str, Any] | None = None
-
-
-#: Which inputs each phase accepts. Everything else is refused with WRONG_PHASE.
-TRANSITIONS: dict[Phase, frozenset[str]] = {
-    Phase.SETUP: frozenset({"commit", "set_first", "expire", "resign", "abandon"}),
-    Phase.FIRING: frozenset({"fire", "radar", "expire", "resign", "abandon"}),
-    Phase.ANSWER: frozenset({"answer", "expire", "resign", "abandon"}),
-    Phase.REVEAL: frozenset({"reveal", "expire"}),
-    Phase.OVER: frozenset(),
-}
-
-
-class Board:
-    """The public state of one seat's grid: what its opponent's shots have found."""
-
-    def __init__(self, rules: RuleSet) -> None:
-        self.rules = rules
-        self.fired: dict[int, Result | None] = {}  # None: fired within a salvo reported as a total
-        self.hits = 0  # proven (per-cell) or claimed (totals) hits
-        self.sunk: dict[int, tuple[Cell, ...] | None] = {}  # ship -> cells when shown
-        self.crossed: set[int] = set()
-        self.radar_used = False
-
-    @property
-    def misses(self) -> int:
-        """Number of cells fired at that did not hit, as reported."""
-        return len(self.fired) - self.hits
-
-    def afloat(self) -> int:
-        """Ships not yet reported sunk."""
-        return len(self.rules.fleet) - len(self.sunk)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The public view: fired cells with results, sunk ships, crossed-out cells."""
-        cols = self.rules.cols
-        return {
-            "fired": [[i, r.value if r else None] for i, r in sorted(self.fired.items())],
-            "sunk": [
-                [k, [c.index(cols) for c in cells] if cells else None]
-                for k, cells in sorted(self.sunk.items())
-            ],
-            "crossed": sorted(self.crossed),
-            "hits": self.hits,
-        }
 
 
 class Game:
@@ -364,96 +251,18 @@ class Game:
             raise RemoteProtocolError(
                 ErrorCode.BAD_MESSAGE, f"verdict for shot {verdict.n}, pending shot is {shot.n}"
             )
-        self._check_shape(shot, verdict)
+        check_shape(self.rules, shot, verdict)
+        commitment = self.commitments[seat]
+        assert commitment is not None
         self._log({"in": "answer", "seat": seat, "verdict": verdict.to_dict()})
         try:
-            self._check_proofs(seat, shot, verdict)
+            check_proofs(self.rules, commitment, self.ctx[seat], self.boards[seat], shot, verdict)
         except ProtocolError as e:
             self.shots.append((shot, verdict))
             return self._end(
                 Outcome(shot.seat, EndReason.FALSE_PROOF, f"shot {shot.n}: {e.detail}")
             )
         return self._apply(shot, verdict)
-
-    def _check_shape(self, shot: Shot, v: Verdict) -> None:
-        r = self.rules
-        bad = ErrorCode.BAD_MESSAGE
-        if shot.radar:
-            if v.found is None or v.results or v.total is not None or v.sunk:
-                raise RemoteProtocolError(bad, "a radar verdict carries only 'found'")
-            return
-        if v.found is not None:
-            raise RemoteProtocolError(bad, "'found' answers a radar scan only")
-        if r.is_salvo and r.salvo_report is SalvoReport.TOTAL:
-            if v.results or v.total is None or not 0 <= v.total <= len(shot.cells):
-                raise RemoteProtocolError(
-                    bad, f"this salvo is answered by a total of 0..{len(shot.cells)}"
-                )
-            if len(v.sunk) > v.total:
-                raise RemoteProtocolError(bad, "more ships sunk than hits")
-            return
-        if v.total is not None or v.sunk:
-            raise RemoteProtocolError(bad, "this shot is answered cell by cell")
-        if len(v.results) != len(shot.cells):
-            raise RemoteProtocolError(
-                bad, f"{len(shot.cells)} cells called, {len(v.results)} answered"
-            )
-        for c, res in zip(shot.cells, v.results, strict=True):
-            if res.opening.index != c.index(r.cols):
-                raise RemoteProtocolError(
-                    ErrorCode.BAD_PROOF,
-                    f"the opening is for cell {res.opening.index}, not {c.label()}",
-                )
-            if (res.result is Result.SUNK) != (res.sunk is not None):
-                raise RemoteProtocolError(bad, "a sunk result carries a sunk claim, and only it")
-
-    def _check_proofs(self, seat: int, shot: Shot, v: Verdict) -> None:
-        """Everything that can be proved now; raises ``ProtocolError`` on a lie."""
-        if shot.radar:
-            return  # a radar answer opens nothing (it would leak): it is checked at the reveal
-        r = self.rules
-        com = self.commitments[seat]
-        assert com is not None
-        ctx = self.ctx[seat]
-        board = self.boards[seat]
-        mismatch = ErrorCode.VERDICT_MISMATCH
-        claims = [res.sunk for res in v.results if res.sunk] + list(v.sunk)
-        if v.total is not None:
-            # A salvo reported as a total proves no cell: any cell it called may be a hit.
-            hit_now = {c.index(r.cols) for c in shot.cells}
-        else:
-            hit_now = {
-                c.index(r.cols)
-                for c, res in zip(shot.cells, v.results, strict=True)
-                if res.result is not Result.MISS
-            }
-        for c, res in zip(shot.cells, v.results, strict=False):
-            com.check_cell(ctx, res.opening)
-            if res.opening.occupied != (res.result is not Result.MISS):
-                raise ProtocolError(
-                    mismatch, f"{c.label()} said {res.result.value}, opening says otherwise"
-                )
-        seen: set[int] = set()
-        for claim in claims:
-            if r.sunk is SunkReport.SILENT:
-                raise ProtocolError(mismatch, "silent sinking announces no ship")
-            if not 0 <= claim.ship < len(r.fleet) or claim.ship in board.sunk or claim.ship in seen:
-                raise ProtocolError(mismatch, f"ship {claim.ship} cannot sink now")
-            seen.add(claim.ship)
-            if r.sunk is SunkReport.SHOWN:
-                if claim.opening is None or claim.opening.ship != claim.ship:
-                    raise ProtocolError(mismatch, "a sunk ship is shown whole with its opening")
-                com.check_ship(ctx, claim.opening)
-                cells = claim.opening.placement.cells(r.fleet[claim.ship].length)
-                for x in cells:
-                    if not x.on(r.rows, r.cols):
-                        raise ProtocolError(mismatch, "the shown ship lies off the board")
-                    i = x.index(r.cols)
-                    before = board.fired.get(i, Result.MISS)
-                    if before is Result.MISS and i not in hit_now:
-                        raise ProtocolError(mismatch, f"shown ship has unhit cell {x.label()}")
-            elif claim.opening is not None:
-                raise ProtocolError(mismatch, "these rules do not show sunk ships")
 
     def _apply(self, shot: Shot, v: Verdict) -> list[Event]:
         r = self.rules
@@ -633,39 +442,8 @@ class Game:
             return EndReason.ILLEGAL_FLEET, f"illegal fleet: {e.detail}"
         except ProtocolError as e:
             return EndReason.BAD_REVEAL, f"bad reveal: {e.detail}"
-        lie = self._first_lie(seat, occ)
+        lie = first_lie(r, self.shots, seat, occ)
         return (EndReason.FALSE_VERDICT, lie) if lie else None
-
-    def _first_lie(self, seat: int, occ: list[int]) -> str | None:
-        r = self.rules
-        hit: set[int] = set()
-        for shot, v in self.shots:
-            if shot.seat == seat:
-                continue
-            truth, found = true_answer(r, occ, hit, shot)
-            where = f"shot {shot.n}"
-            if shot.radar:
-                if v.found != found:
-                    at = shot.cells[0].label()
-                    return f"{where}: radar at {at} answered {v.found}, truth {found}"
-                continue
-            hit.update(c.index(r.cols) for c in shot.cells if occ[c.index(r.cols)])
-            sunk_true = sorted(t.ship for t in truth if t.ship is not None)
-            if v.total is not None:
-                total = sum(t.result is not Result.MISS for t in truth)
-                if v.total != total:
-                    return f"{where}: salvo total {v.total}, truth {total}"
-                if sorted(s.ship for s in v.sunk) != sunk_true:
-                    return f"{where}: sunk ships {[s.ship for s in v.sunk]}, truth {sunk_true}"
-                continue
-            for c, res, t in zip(shot.cells, v.results, truth, strict=True):
-                if res.result is not t.result:
-                    return (
-                        f"{where}: {c.label()} answered {res.result.value}, truth {t.result.value}"
-                    )
-                if res.sunk is not None and res.sunk.ship != t.ship:
-                    return f"{where}: {c.label()} sank ship {res.sunk.ship}, truth {t.ship}"
-        return None
 
     def _finish(self) -> list[Event]:
         f0, f1 = self.faults
