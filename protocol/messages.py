@@ -78,8 +78,11 @@ def _hints(cls: type[Message]) -> dict[str, Any]:
     return h
 
 
-def _check(value: Any, tp: Any, where: str) -> Any:
-    """Check ``value`` against the annotation ``tp``; return it normalised (lists -> tuples)."""
+def _check(value: Any, tp: Any, where: str, max_bytes: int | None = MAX_BYTES) -> Any:
+    """Check ``value`` against the annotation ``tp``; return it normalised (lists -> tuples).
+
+    ``max_bytes`` bounds a ``bin`` field (``None``: only the frame bounds it).
+    """
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
         args = typing.get_args(tp)
@@ -89,7 +92,7 @@ def _check(value: Any, tp: Any, where: str) -> Any:
             if a is type(None):
                 continue
             try:
-                return _check(value, a, where)
+                return _check(value, a, where, max_bytes)
             except RemoteProtocolError:
                 continue
         raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, f"{where}: wrong type")
@@ -97,7 +100,7 @@ def _check(value: Any, tp: Any, where: str) -> Any:
         (item,) = typing.get_args(tp)[:1]
         if not isinstance(value, list | tuple) or len(value) > MAX_LIST:
             raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, f"{where}: expected a list")
-        return tuple(_check(v, item, f"{where}[{i}]") for i, v in enumerate(value))
+        return tuple(_check(v, item, f"{where}[{i}]", max_bytes) for i, v in enumerate(value))
     if tp is Any:
         return value
     if tp is bool:
@@ -110,7 +113,7 @@ def _check(value: Any, tp: Any, where: str) -> Any:
         if not isinstance(value, str) or len(value) > MAX_TEXT:
             raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, f"{where}: expected text")
     elif tp is bytes:
-        if not isinstance(value, bytes) or len(value) > MAX_BYTES:
+        if not isinstance(value, bytes) or (max_bytes is not None and len(value) > max_bytes):
             raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, f"{where}: expected bytes")
     elif tp is dict or origin is dict:
         if not isinstance(value, dict):
@@ -121,9 +124,12 @@ def _check(value: Any, tp: Any, where: str) -> Any:
 
 
 def _validate(msg: Message) -> None:
+    # MAX_BYTES protects whoever decodes a client's message; what a server sends is bounded by
+    # its (larger) frame limit alone, so a bin there may be as large as the frame.
+    max_bytes = None if msg.DIR is Dir.S2C else MAX_BYTES
     for name, tp in _hints(type(msg)).items():
         v = getattr(msg, name)
-        nv = _check(v, tp, f"{msg.TAG}.{name}")
+        nv = _check(v, tp, f"{msg.TAG}.{name}", max_bytes)
         if nv is not v:
             object.__setattr__(msg, name, nv)
 

@@ -26,9 +26,26 @@ from . import messages as m
 from .codec import FrameDecoder, encode_frame
 from .errors import ErrorCode, LocalProtocolError, RemoteProtocolError
 
-__all__ = ["SUPPORTED_VERSIONS", "Connection", "Role", "State", "auth_payload", "check_auth"]
+__all__ = [
+    "MAX_C2S_FRAME",
+    "MAX_S2C_FRAME",
+    "SUPPORTED_VERSIONS",
+    "Connection",
+    "Role",
+    "State",
+    "auth_payload",
+    "check_auth",
+]
 
 SUPPORTED_VERSIONS = (1,)
+
+MAX_C2S_FRAME = 64 * 1024
+"""Largest frame body a client sends and a server accepts: a server reads every client's frames,
+so this bounds what one peer can make it buffer (64 KiB)."""
+
+MAX_S2C_FRAME = 16 * 1024 * 1024
+"""Largest frame body a server sends and a client accepts (16 MiB): a signed best-of-N record
+travels in one ``ok`` and outgrows 64 KiB after two classic games."""
 
 
 class Role(StrEnum):
@@ -89,11 +106,28 @@ def check_auth(msg: m.Auth, challenge: bytes, server_key: bytes) -> None:
 class Connection:
     """One side of one connection, as a pure state machine."""
 
-    def __init__(self, role: Role, max_frame: int = 65536) -> None:
+    def __init__(
+        self,
+        role: Role,
+        max_frame: int | None = None,
+        *,
+        max_recv: int | None = None,
+        max_send: int | None = None,
+    ) -> None:
+        """A connection in ``role``; frame limits default by direction.
+
+        A client sends at most :data:`MAX_C2S_FRAME` and receives up to :data:`MAX_S2C_FRAME`; a
+        server the other way round. ``max_frame`` sets both limits at once (a peer match, a test);
+        ``max_recv`` / ``max_send`` override one.
+        """
         self.role = role
         self.state = State.HELLO
-        self.max_frame = max_frame
-        self._decoder = FrameDecoder(max_frame)
+        c2s, s2c = MAX_C2S_FRAME, MAX_S2C_FRAME
+        default_recv, default_send = (s2c, c2s) if role is Role.CLIENT else (c2s, s2c)
+        both = max_frame
+        self.max_recv = max_recv if max_recv is not None else both or default_recv
+        self.max_send = max_send if max_send is not None else both or default_send
+        self._decoder = FrameDecoder(self.max_recv)
         self._allowed_in = m.Dir.S2C if role is Role.CLIENT else m.Dir.C2S
 
     def receive_data(self, data: bytes) -> list[m.Message | RemoteProtocolError]:
@@ -168,7 +202,12 @@ class Connection:
                     f"cannot send {tag!r} in handshake state {self.state.value!r}",
                 )
             self.state = nxt
-        return encode_frame(m.encode(msg), max_frame=self.max_frame)
+        return encode_frame(m.encode(msg), max_frame=self.max_send)
+
+    @property
+    def max_frame(self) -> int:
+        """The larger of the two frame limits (compatibility with the single-limit API)."""
+        return max(self.max_recv, self.max_send)
 
     def fail_handshake(self) -> None:
         """Go back to waiting for ``auth`` after a refused one (the client may try again)."""

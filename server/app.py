@@ -4,8 +4,11 @@
 (bind port 0 in tests). Shutdown (hypercorn's order): stop accepting; refuse new lobby requests;
 tell idle connections ``bye{reason: "shutdown"}``; give running matches ``shutdown_grace`` seconds
 to finish; then tell everyone else and cancel. It happens when ``shutdown`` is set, and, in
-:func:`main`, on SIGINT or SIGTERM. If ``serve`` is cancelled from outside, the goodbyes are still
-sent (shielded, briefly) before it unwinds.
+:func:`main`, on SIGINT or SIGTERM (a second signal cancels at once). :func:`main` installs its
+signal handler before it prints the address, so a signal sent as soon as the address is read
+shuts down gracefully (exit 0). If ``serve`` is cancelled from outside, the goodbyes are still
+sent (shielded, briefly) before it unwinds. Past ``max_clients`` connections, a new one is told
+``bye{reason: "busy"}`` and closed.
 """
 
 from __future__ import annotations
@@ -80,6 +83,13 @@ async def serve(
         async def handle(stream: trio.abc.Stream) -> None:
             """Serve one accepted connection."""
             client = Client(ident, stream, _peer_name(stream))
+            if len(clients) >= limits.max_clients:
+                # Each connection costs three tasks and buffers: past the bound, say why and go.
+                with trio.move_on_after(1):
+                    await client.goodbye("busy")
+                with trio.CancelScope(shield=True):
+                    await trio.aclose_forcefully(stream)
+                return
             clients.add(client)
             try:
                 await client.run()
@@ -158,29 +168,45 @@ def main(
         tls.load_cert_chain(tls_cert, tls_key)
 
     async def run() -> None:
-        """Serve until a signal asks for the graceful shutdown."""
+        """Serve until a signal asks for the graceful shutdown (a second one: at once)."""
         shutdown = trio.Event()
-        async with trio.open_nursery() as nursery:
-            addr = await nursery.start(
-                lambda task_status: serve(
-                    host,
-                    port,
-                    db_path=db,
-                    key_path=key,
-                    guests=guests,
-                    tls=tls,
-                    shutdown=shutdown,
-                    task_status=task_status,
-                )
-            )
-            if json_status:
-                print(json.dumps({"listening": f"{addr[0]}:{addr[1]}", "tls": tls is not None}))
-            else:
-                print(f"seabattle server listening on {addr[0]}:{addr[1]}", flush=True)
-            sys.stdout.flush()
-            with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                async for _ in signals:
-                    shutdown.set()
-                    break
+        # The handler goes in before anything is printed: whoever reads the address may signal
+        # at once, and that must be a graceful shutdown, not a KeyboardInterrupt.
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with trio.open_nursery() as nursery:
 
-    trio.run(run)
+                async def watch() -> None:
+                    async for signum in signals:
+                        if shutdown.is_set():
+                            _log.warning("second signal: stopping now")
+                            nursery.cancel_scope.cancel()
+                            return
+                        _log.info("%s: shutting down", signal.Signals(signum).name)
+                        shutdown.set()
+
+                async def run_server(task_status: trio.TaskStatus[tuple[str, int]]) -> None:
+                    await serve(
+                        host,
+                        port,
+                        db_path=db,
+                        key_path=key,
+                        guests=guests,
+                        tls=tls,
+                        shutdown=shutdown,
+                        task_status=task_status,
+                    )
+                    nursery.cancel_scope.cancel()  # the server is done: stop watching
+
+                nursery.start_soon(watch)
+                addr = await nursery.start(run_server)
+                if json_status:
+                    print(json.dumps({"listening": f"{addr[0]}:{addr[1]}", "tls": tls is not None}))
+                else:
+                    print(f"seabattle server listening on {addr[0]}:{addr[1]}")
+                sys.stdout.flush()
+
+    try:
+        trio.run(run)
+    except OSError as e:
+        # Most often the port is taken: one line, not a traceback.
+        raise SystemExit(f"seabattle server: {e}") from None

@@ -12,9 +12,11 @@ from collections.abc import MutableMapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import trio
 from seabattle.protocol import messages as m
+from seabattle.protocol.session import MAX_C2S_FRAME, MAX_S2C_FRAME
 
-__all__ = ["ContextLog", "Limits", "Peer"]
+__all__ = ["ContextLog", "Limits", "Peer", "TokenBucket"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +31,15 @@ class Limits:
     )
     rate: float = 100.0  #: messages per second a peer may send, on average (bots are fast)
     burst: int = 200  #: messages a peer may send at once
-    max_frame: int = 65536  #: largest frame body accepted or sent
+    max_recv: int = MAX_C2S_FRAME  #: largest frame body accepted from a client (DoS bound)
+    max_send: int = MAX_S2C_FRAME  #: largest frame body sent (a long match's record)
+    #: bytes queued for one peer; past this the peer is dropped, as for ``send_queue``
+    send_queue_bytes: int = 2 * MAX_S2C_FRAME
+    create_rate: float = 0.5  #: lobby requests that name rules (create, quick), per second
+    create_burst: int = 5  #: ... of which a peer may send this many at once
+    open_per_peer: int = 8  #: open matches one connection may host at once
+    max_clients: int = 10_000  #: connections served at once; more are told "busy" and closed
+    rules_timeout: float = 2.0  #: longest a rule set from the wire may take to check
     shutdown_grace: float = 5.0  #: how long running matches get to finish on shutdown
     flush_timeout: float = 2.0  #: how long a closing connection may take to drain its queue
     finished_kept: int = 1024  #: finished matches kept in memory for cosign, rematch and records
@@ -47,6 +57,10 @@ class Peer(Protocol):
     def close(self, reason: str) -> None:
         """Send ``bye{reason}`` and close the connection after its queue drains."""
 
+    @property
+    def connected(self) -> bool:
+        """Whether the connection is still up (it has not closed nor been dropped)."""
+
 
 class ContextLog(logging.LoggerAdapter):  # type: ignore[type-arg]
     """A logger that prefixes every line with its context (peer, match), e.g. ``[match=ab12]``."""
@@ -57,3 +71,23 @@ class ContextLog(logging.LoggerAdapter):  # type: ignore[type-arg]
         """Prefix ``msg`` with the adapter's context."""
         ctx = " ".join(f"{k}={v}" for k, v in (self.extra or {}).items())
         return f"[{ctx}] {msg}", kwargs
+
+
+class TokenBucket:
+    """A token bucket: ``rate`` tokens a second, at most ``burst`` saved up."""
+
+    def __init__(self, rate: float, burst: int) -> None:
+        self.rate = rate
+        self.burst = float(burst)
+        self.tokens = float(burst)
+        self.at = trio.current_time()
+
+    def take(self) -> bool:
+        """Take one token if there is one."""
+        now = trio.current_time()
+        self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
+        self.at = now
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return True
+        return False

@@ -4,17 +4,27 @@ the ladder (``spec/FLOW.md`` step 2), and the routing of game messages to their 
 Every request is answered ``ok{ref: id, data}`` or ``error{code, msg, ref: id}``; a handler that
 returns ``None`` answers later (``quick`` and ``rematch`` wait for the other player). The lobby
 owns the referees: it starts each in the server's match nursery and keeps finished ones for a
-while, for co-signatures, rematches and records.
+while, for co-signatures, rematches and records (a match no longer in memory is co-signed through
+the store, which checks the signature itself).
+
+Hostile lobbies. Requests that name rules (``create``, ``quick``) are rate limited per connection
+(``create_rate``); a connection hosts at most ``open_per_peer`` open matches and holds one place in
+the quick queue. A rule set that changes the grid or the fleet makes the core search for a legal
+placement, which a crafted fleet can stretch to minutes: that check runs in a worker thread, one
+at a time, and is stopped at ``rules_timeout`` (:func:`parse_rules_within`), so the event loop
+and every match go on meanwhile.
 """
 
 from __future__ import annotations
 
 import logging
 import secrets
+import sys
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from types import FrameType
 from typing import Any
 
 import trio
@@ -22,19 +32,53 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.protocol import messages as m
 from seabattle.protocol.canonical import canonical_pack
 from seabattle.protocol.errors import ErrorCode, Refused, RemoteProtocolError
-from seabattle.protocol.record import dump_record
-from seabattle.protocol.rules import RuleSet, rules_from_dict
+from seabattle.protocol.rules import BadRules, RuleSet, rules_from_dict
 
-from .config import Limits, Peer
-from .records import add_cosign, conclude, load_signed
+from .config import Limits, Peer, TokenBucket
+from .records import add_cosign, add_cosign_stored, conclude
 from .referee import GAME_MESSAGES, MODES, Referee, Seat
 from .store import Store
 
-__all__ = ["Lobby", "OpenMatch"]
+__all__ = ["Lobby", "OpenMatch", "parse_rules_within"]
 
 _log = logging.getLogger("seabattle.server.lobby")
 
 _INVITE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: read aloud without doubt
+
+
+# Options that change the grid or the fleet: the core then searches for a placement of the fleet
+# (rules._fleet_fits), which a crafted fleet can make last minutes. Without them the fleet is a
+# preset's, whose search is cached.
+_SHAPE_KEYS = frozenset({"rows", "cols", "fleet", "touching"})
+
+
+class _TooSlow(Exception):
+    """Raised inside a rule check that ran past its deadline."""
+
+
+def parse_rules_within(rules: Any, seconds: float) -> RuleSet:
+    """``rules_from_dict(rules)``, stopped with ``BadRules`` if it runs over ``seconds``.
+
+    Blocking: run it in a worker thread. The fleet search is pure Python, so a trace function
+    that looks at the clock on every call can stop it where a thread could not be cancelled.
+    """
+    deadline = time.monotonic() + seconds
+
+    def tracer(frame: FrameType, event: str, arg: Any) -> None:
+        if event == "call" and time.monotonic() > deadline:
+            raise _TooSlow
+        return None  # no line events: only calls are looked at, which keeps this cheap
+
+    old = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        return rules_from_dict(rules)
+    except _TooSlow:
+        raise BadRules(
+            f"the fleet cannot be shown to fit within {seconds:g} s; use a smaller fleet"
+        ) from None
+    finally:
+        sys.settrace(old)
 
 
 @dataclass(slots=True)
@@ -76,9 +120,11 @@ class Lobby:
         self.running: dict[bytes, Referee] = {}
         self.finished: OrderedDict[bytes, Referee] = OrderedDict()
         self.quick_queue: dict[tuple[bytes, str], _Waiting] = {}
-        self.quick_rules: dict[tuple[bytes, str], RuleSet] = {}
         self.rematch_offers: dict[bytes, dict[int, _Waiting]] = {}
         self.closing = False
+        # One rule check at a time in a thread: a flood of crafted fleets costs one core at most.
+        self._rules_limiter = trio.CapacityLimiter(1)
+        self._rule_buckets: dict[Peer, TokenBucket] = {}
         self._handlers: dict[
             type[m.Message], Callable[[Peer, Any], Awaitable[dict[str, Any] | None]]
         ]
@@ -115,6 +161,9 @@ class Lobby:
         if not isinstance(mid, bytes):
             raise RemoteProtocolError(ErrorCode.UNEXPECTED_MESSAGE, f"{msg.TAG!r} names no match")
         ref = self.running.get(mid) or self.finished.get(mid)
+        if ref is None and isinstance(msg, m.CoSign) and len(mid) == 16:
+            await add_cosign_stored(self.store, peer.player, msg)
+            return
         if ref is None:
             raise Refused(ErrorCode.NO_SUCH_MATCH, "no such running match")
         seat = ref.seat_of(peer)
@@ -140,6 +189,7 @@ class Lobby:
 
     def disconnected(self, peer: Peer) -> None:
         """``peer``'s connection ended: free its seats, queue places, offers and open matches."""
+        self._rule_buckets.pop(peer, None)
         for key, w in list(self.quick_queue.items()):
             if w.peer is peer:
                 del self.quick_queue[key]
@@ -155,17 +205,38 @@ class Lobby:
 
     # -- requests ---------------------------------------------------------------------------------
 
-    @staticmethod
-    def _parse(rules: dict[str, Any], mode: str) -> RuleSet:
+    def _rate(self, peer: Peer) -> None:
+        """Refuse a peer that asks for matches faster than ``create_rate``."""
+        bucket = self._rule_buckets.get(peer)
+        if bucket is None:
+            bucket = TokenBucket(self.limits.create_rate, self.limits.create_burst)
+            self._rule_buckets[peer] = bucket
+        if not bucket.take():
+            raise Refused(ErrorCode.RATE_LIMITED, "too many matches asked for; slow down")
+
+    async def _parse(self, rules: dict[str, Any], mode: str) -> RuleSet:
+        """The rule set a peer asks for, its check bounded in time (``rules_timeout``)."""
         if mode not in MODES:
             raise RemoteProtocolError(ErrorCode.BAD_RULES, f"mode {mode!r}: one of {MODES}")
-        return rules_from_dict(rules)  # BadRules carries BAD_RULES
+        if not _SHAPE_KEYS & rules.keys():
+            return rules_from_dict(rules)  # BadRules carries BAD_RULES
+        timeout = self.limits.rules_timeout
+        # Waiting for the thread counts too: a queue of slow checks must not hold this peer long.
+        with trio.move_on_after(2 * timeout + 1):
+            return await trio.to_thread.run_sync(
+                parse_rules_within, rules, timeout, limiter=self._rules_limiter
+            )
+        raise Refused(ErrorCode.BAD_RULES, "the server is busy checking other rule sets")
 
     def _new_id(self) -> bytes:
         return secrets.token_bytes(16)
 
     async def _create(self, peer: Peer, msg: m.Create) -> dict[str, Any]:
-        rules = self._parse(msg.rules, msg.mode)
+        self._rate(peer)
+        hosted = sum(1 for om in self.open.values() if om.host is peer)
+        if hosted >= self.limits.open_per_peer:
+            raise Refused(ErrorCode.NOT_ALLOWED, f"at most {hosted} open matches at a time")
+        rules = await self._parse(msg.rules, msg.mode)
         mid = self._new_id()
         invite = "".join(secrets.choice(_INVITE_ALPHABET) for _ in range(8))
         await self.store.create_match(
@@ -213,12 +284,18 @@ class Lobby:
         return None  # answered above: the ok goes out before the match's start
 
     async def _quick(self, peer: Peer, msg: m.Quick) -> dict[str, Any] | None:
-        rules = self._parse(msg.rules, msg.mode)
+        self._rate(peer)
+        rules = await self._parse(msg.rules, msg.mode)
         key = (rules.digest(), msg.mode)
+        # One place in the queue per connection: asking again (other rules) gives up the old one,
+        # so a peer cannot fill the queue with rule sets nobody else will ever ask for.
+        for k, w in list(self.quick_queue.items()):
+            if w.peer is peer:
+                del self.quick_queue[k]
+                peer.send(m.Error(int(ErrorCode.NOT_ALLOWED), "replaced by a newer quick", w.id))
         waiting = self.quick_queue.get(key)
-        if waiting is None or waiting.peer.player == peer.player:
+        if waiting is None or waiting.peer.player == peer.player or not waiting.peer.connected:
             self.quick_queue[key] = _Waiting(peer, msg.id)
-            self.quick_rules[key] = rules
             return None
         del self.quick_queue[key]
         mid = self._new_id()
@@ -299,12 +376,12 @@ class Lobby:
         return None
 
     async def _get_record(self, peer: Peer, msg: m.GetRecord) -> dict[str, Any]:
-        signed = await load_signed(self.store, msg.match.hex())
-        if signed is None:
+        row = await self.store.get_record(msg.match.hex(), 0)
+        if row is None:
             raise Refused(ErrorCode.NO_SUCH_RECORD, "no record for that match")
         # A record nests deeper than a message may (MAX_DEPTH), so it travels as its canonical
-        # bytes (protocol.record.load_record reads them back).
-        return {"record": dump_record(signed)}
+        # bytes (protocol.record.load_record reads them back), with every signature.
+        return {"record": row.record}
 
     async def _ladder(self, peer: Peer, msg: m.Ladder) -> dict[str, Any]:
         rows = await self.store.ladder()
@@ -341,6 +418,11 @@ class Lobby:
         self, mid: bytes, rules: RuleSet, mode: str, public: bool, peers: list[Peer]
     ) -> None:
         seats = [Seat(p.player, p.name, p) for p in peers]
+        for seat in seats:
+            if seat.peer is not None and not seat.peer.connected:
+                # The peer left while the match was being stored: it starts absent, so its grace
+                # period runs instead of the match waiting on a connection that is gone.
+                seat.peer, seat.gone_at = None, trio.current_time()
         ref = Referee(
             match_id=mid, rules=rules, mode=mode, seats=seats, public=public, finish=self._conclude
         )
@@ -360,7 +442,8 @@ class Lobby:
                     await self._abort_quietly(ref.hex)
             self.finished[ref.match_id] = ref
             while len(self.finished) > self.limits.finished_kept:
-                self.finished.popitem(last=False)
+                old, _ = self.finished.popitem(last=False)
+                self.rematch_offers.pop(old, None)
 
     def errors_ref(self, msg: m.Message) -> int | None:
         """The ``ref`` an error about ``msg`` cites: its request id, or its shot's ``seq``."""

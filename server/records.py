@@ -1,10 +1,8 @@
 """The end of a match: its signed record, the store, the ladder, and players' co-signatures.
 
-The store keeps a record immutable once written (``Store.put_record`` refuses other bytes for the
-same slot), which is right for the referee's signed record but leaves no room for co-signatures
-added later. So a co-signed copy is stored beside it, in a slot numbered past any real game:
-``COSIGNED + mask`` where bit ``s`` of ``mask`` says seat ``s`` has co-signed. Readers take the
-copy with the most signatures (:func:`load_signed`). Every copy carries the same record and head.
+The referee signs the record and stores it once (``Store.put_record``: a signed record never
+changes); a player's co-signature is checked, then added beside it (``Store.add_signature``), and
+``Store.get_record`` hands out the record with every signature.
 """
 
 from __future__ import annotations
@@ -14,15 +12,13 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.protocol import messages as m
+from seabattle.protocol.errors import ErrorCode, Refused, RemoteProtocolError
 from seabattle.protocol.record import build_record, dump_record, load_record, record_head, sign_as
 
 from .referee import Referee
-from .store import Store
+from .store import BadSignature, Conflict, NotFound, Store
 
-__all__ = ["COSIGNED", "add_cosign", "conclude", "load_signed"]
-
-#: First store slot of co-signed copies (real games are numbered from 1; 0 is the match record).
-COSIGNED = 1 << 20
+__all__ = ["add_cosign", "add_cosign_stored", "conclude", "load_signed"]
 
 
 def _now() -> int:
@@ -39,12 +35,14 @@ async def conclude(ref: Referee, store: Store, key: Ed25519PrivateKey) -> None:
     record = build_record(
         ref.match, [bytes.fromhex(p) for p in ref.players], key.public_key().public_bytes_raw()
     )
-    ref.head = record_head(record)
+    head = record_head(record)
     sig = sign_as(record, key, "referee")
-    ref.signed = {"record": record, "sigs": [sig]}
+    signed = {"record": record, "sigs": [sig]}
     result = ref.match.to_dict()
     now = _now()
-    await store.put_record(ref.hex, 0, dump_record(ref.signed), sig["sig"], now)
+    await store.put_record(ref.hex, 0, dump_record(signed), sig["sig"], now)
+    # Only now may players co-sign: a co-signature needs the stored record to go beside.
+    ref.head, ref.signed = head, signed
     await store.finish_match(ref.hex, result, now)
     ratings: dict[str, Any] | None = None
     try:
@@ -63,25 +61,49 @@ async def conclude(ref: Referee, store: Store, key: Ed25519PrivateKey) -> None:
 
 
 async def add_cosign(ref: Referee, store: Store, seat: int, msg: m.CoSign) -> None:
-    """Add ``seat``'s checked co-signature to the record and store the co-signed copy."""
+    """Check ``seat``'s co-signature of the record and store it beside the referee's."""
     ref.check_cosign(seat, msg)
     if seat in ref.cosigned or ref.signed is None:
-        return
+        return  # the same player co-signing again: already stored
     key = bytes.fromhex(ref.players[seat])
+    role = f"seat{seat}"
+    await _store_sig(store, ref.hex, role, key, msg.sig)
+    ref.cosigned.add(seat)
     ref.signed = {
         "record": ref.signed["record"],
-        "sigs": [*ref.signed["sigs"], {"key": key, "sig": msg.sig, "role": f"seat{seat}"}],
+        "sigs": [*ref.signed["sigs"], {"key": key, "sig": msg.sig, "role": role}],
     }
-    ref.cosigned.add(seat)
-    mask = sum(1 << s for s in ref.cosigned)
-    await store.put_record(ref.hex, COSIGNED + mask, dump_record(ref.signed), msg.sig, _now())
+
+
+async def add_cosign_stored(store: Store, player: str, msg: m.CoSign) -> None:
+    """Co-sign a match that is no longer in memory (an old match, a restarted server).
+
+    The store checks the signature against the record it holds, so nothing else is needed.
+    """
+    row = await store.get_match(msg.match.hex())
+    seats = [] if row is None else [row.seat0, row.seat1]
+    if player not in seats:
+        raise Refused(ErrorCode.NO_SUCH_MATCH, "no match of yours with that id")
+    role = f"seat{seats.index(player)}"
+    await _store_sig(store, msg.match.hex(), role, bytes.fromhex(player), msg.sig)
+
+
+async def _store_sig(store: Store, match_hex: str, role: str, key: bytes, sig: bytes) -> None:
+    try:
+        await store.add_signature(match_hex, 0, role, key, sig, _now())
+    except NotFound:
+        raise Refused(ErrorCode.NO_SUCH_RECORD, "that match has no record yet") from None
+    except BadSignature as e:
+        raise RemoteProtocolError(ErrorCode.BAD_SIGNATURE, str(e)) from None
+    except Conflict:
+        # Ed25519 admits more than one signature per key and head: the first one stays.
+        raise Refused(ErrorCode.BAD_SIGNATURE, "you have co-signed this record already") from None
 
 
 async def load_signed(store: Store, match_hex: str) -> dict[str, Any] | None:
-    """The stored signed record of a match with the most signatures, or ``None``."""
-    for slot in (COSIGNED + 3, COSIGNED + 2, COSIGNED + 1, 0):
-        row = await store.get_record(match_hex, slot)
-        if row is not None:
-            signed: dict[str, Any] = load_record(row.record)
-            return signed
-    return None
+    """The stored signed record of a match, with every signature, or ``None``."""
+    row = await store.get_record(match_hex, 0)
+    if row is None:
+        return None
+    signed: dict[str, Any] = load_record(row.record)
+    return signed

@@ -260,12 +260,16 @@ class Referee:
     def apply(self, events: Iterable[Event]) -> None:
         """Announce ``events``, let the referee act for custody seats, and re-arm the clock."""
         queue = list(events)
-        while queue:
-            ev = queue.pop(0)
-            self._announce(ev)
-            queue.extend(self._custody_follow_up(ev))
-        self._rearm_clock()
-        self._wake.set()
+        try:
+            while queue:
+                ev = queue.pop(0)
+                self._announce(ev)
+                queue.extend(self._custody_follow_up(ev))
+        finally:
+            # Whatever failed, the clock must follow the game and the match task must look at
+            # it: otherwise a failure here could leave the match waiting on nothing.
+            self._rearm_clock()
+            self._wake.set()
 
     def _custody_follow_up(self, ev: Event) -> list[Event]:
         g = self.game

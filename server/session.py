@@ -2,10 +2,13 @@
 
 Theory of operation. :meth:`Client.run` owns three tasks: the *reader* feeds received bytes to
 ``Connection(Role.SERVER)`` and handles each message in turn; the *writer* is the only task that
-writes to the stream, draining a bounded queue that :meth:`Client.send` fills without ever
-blocking (a peer whose queue is full is too slow to follow and is dropped, so a slow spectator can
-never hold up a match); the *heartbeat* pings a quiet peer. Deadlines: the handshake must finish
-within ``handshake_timeout``, and a peer silent for ``idle_timeout`` is gone.
+writes to the stream, draining a queue bounded in frames and in bytes that :meth:`Client.send`
+fills without ever blocking (a peer whose queue is full is too slow to follow and is dropped, so a
+slow spectator can never hold up a match); the *heartbeat* pings a quiet peer. Deadlines: the
+handshake must finish within ``handshake_timeout``, and a peer silent for ``idle_timeout`` is gone.
+
+Frames are limited per direction: a client's at ``Limits.max_recv`` (64 KiB, what one peer can
+make the server buffer), the server's own at ``Limits.max_send`` (16 MiB, a long match's record).
 
 Errors (``spec/FLOW.md``): a message the protocol or the rules refuse is answered with
 ``error{code, msg, ref}`` and the session goes on; a framing error is answered and the connection
@@ -28,33 +31,13 @@ from seabattle.protocol.codec import encode_frame
 from seabattle.protocol.errors import ErrorCode, LocalProtocolError, ProtocolError
 from seabattle.protocol.session import Connection, Role, State, check_auth
 
-from .config import ContextLog, Limits
+from .config import ContextLog, Limits, TokenBucket
 from .lobby import Lobby
 from .store import Store
 
 __all__ = ["Client", "Identity", "TokenBucket"]
 
 _log = logging.getLogger("seabattle.server.session")
-
-
-class TokenBucket:
-    """A token bucket: ``rate`` tokens a second, at most ``burst`` saved up."""
-
-    def __init__(self, rate: float, burst: int) -> None:
-        self.rate = rate
-        self.burst = float(burst)
-        self.tokens = float(burst)
-        self.at = trio.current_time()
-
-    def take(self) -> bool:
-        """Take one token if there is one."""
-        now = trio.current_time()
-        self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
-        self.at = now
-        if self.tokens >= 1.0:
-            self.tokens -= 1.0
-            return True
-        return False
 
 
 @dataclass(slots=True)
@@ -79,7 +62,9 @@ class Client:
         self.stream = stream
         self.addr = peer
         self.limits = ident.limits
-        self.conn = Connection(Role.SERVER, max_frame=self.limits.max_frame)
+        self.conn = Connection(
+            Role.SERVER, max_recv=self.limits.max_recv, max_send=self.limits.max_send
+        )
         self._out, self._out_recv = trio.open_memory_channel[bytes](self.limits.send_queue)
         self.player = ""
         self.name = ""
@@ -90,8 +75,15 @@ class Client:
         self._hb_scope = trio.CancelScope()
         self._writer_scope = trio.CancelScope()
         self._closing = False
+        self._gone = False  # run() has ended: the lobby has been told
+        self._queued = 0  # bytes in the send queue
         self._pings = 0
         self.log = ContextLog(_log, {"peer": peer})
+
+    @property
+    def connected(self) -> bool:
+        """Whether the connection is up: not closing, not closed, not dropped."""
+        return not (self._closing or self._gone)
 
     @property
     def authed(self) -> bool:
@@ -108,7 +100,7 @@ class Client:
             if self.conn.state is State.CLOSED and isinstance(msg, m.Error):
                 # After a framing error the session refuses to send, but the peer is still owed
                 # the reason (FLOW: framing errors -> error, then close).
-                frame = encode_frame(m.encode(msg), max_frame=self.limits.max_frame)
+                frame = encode_frame(m.encode(msg), max_frame=self.conn.max_send)
             else:
                 frame = self.conn.send(msg)
         except LocalProtocolError as e:
@@ -117,8 +109,15 @@ class Client:
             if not isinstance(msg, m.Error):
                 self.send(m.Error(int(ErrorCode.INTERNAL_ERROR), f"cannot send {msg.TAG}", None))
             return
+        if self._queued + len(frame) > self.limits.send_queue_bytes:
+            # A few frames may be large (records): count bytes as well as frames, so a peer
+            # that asks for records and never reads cannot make the server hoard them.
+            self.log.warning("send queue over %d bytes: dropping", self.limits.send_queue_bytes)
+            self.kill()
+            return
         try:
             self._out.send_nowait(frame)
+            self._queued += len(frame)
         except trio.WouldBlock:
             self.log.warning("send queue full: dropping the connection")
             self.kill()
@@ -178,6 +177,7 @@ class Client:
             self.log.exception("connection failed")
         finally:
             cancelled = not self._closing
+            self._gone = True
             if self.player:
                 self.ident.lobby.disconnected(self)
             with (
@@ -198,6 +198,7 @@ class Client:
             try:
                 async for frame in self._out_recv:
                     await self.stream.send_all(frame)
+                    self._queued -= len(frame)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 self.kill()
             except Exception:

@@ -12,6 +12,12 @@ its statement runs waits for the thread to finish, so a transaction is never cut
 The store never reads the clock: every timestamp (integer unix seconds) comes from the caller, so
 tests and replays are deterministic.
 
+Signed records are written once and never change (`Store.put_record`); the signatures added later
+(players co-signing the referee's record) go to ``record_sigs``, one row per role, each checked
+against the stored record's head before it is kept (`Store.add_signature`). `Store.get_record`
+returns the stored signed record with every added signature appended, so the signed body stays
+byte-for-byte what was first stored while its signatures grow.
+
 The SQL is written once for SQLite and PostgreSQL. What differs between the two is held in one
 `Dialect` value (placeholders, the auto-numbered key, the binary type, how a write transaction
 starts and locks rows); migrations are templates filled in from it. Only the SQLite backend is
@@ -32,13 +38,19 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, cast, get_args
 
 import trio
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from seabattle.protocol.errors import ProtocolError
+from seabattle.protocol.record import ROLES, dump_record, load_record, record_head
 
 from .ladder import Rating, update
 
 __all__ = [
+    "COSIGNED_SLOTS",
     "MIGRATIONS",
     "POSTGRES",
     "SQLITE",
+    "BadSignature",
     "Conflict",
     "Dialect",
     "MatchRow",
@@ -59,6 +71,10 @@ RatingChange = tuple[Rating, Rating]
 
 _T = TypeVar("_T")
 
+COSIGNED_SLOTS = 1 << 20
+"""Game numbers from here on held co-signed copies of a match record before schema version 2
+(a workaround for write-once records); migration 2 moves their signatures to ``record_sigs``."""
+
 _MATCH_ID = re.compile(r"[0-9a-f]{32}")
 _PLAYER_KEY = re.compile(r"[0-9a-f]{64}")
 
@@ -73,6 +89,10 @@ class NotFound(StoreError, LookupError):
 
 class Conflict(StoreError):
     """The operation contradicts what is already stored (a different record, result or state)."""
+
+
+class BadSignature(StoreError, ValueError):
+    """A signature that is not by the key the record names for its role, or does not verify."""
 
 
 @dataclass(frozen=True)
@@ -128,7 +148,69 @@ POSTGRES = Dialect(
 """The shared backend for several server nodes (SQL ready, connection not yet wired up)."""
 
 
-MIGRATIONS: Sequence[tuple[int, Sequence[str]]] = (
+MigrationStep = str | Callable[[sqlite3.Connection, Dialect], None]
+"""A DDL template, or a function that moves data (run inside the migration's transaction)."""
+
+
+def _signer(signed: Any, role: str, key: bytes, sig: bytes) -> None:
+    """Raise `BadSignature` unless ``sig`` by ``key`` signs ``signed``'s record in ``role``."""
+    if role not in ROLES:
+        raise BadSignature(f"role {role!r}: one of {', '.join(ROLES)}")
+    try:
+        rec = signed["record"]
+        named = rec["referee"] if role == "referee" else rec["players"][int(role[-1])]
+        head = record_head(rec)
+    except (KeyError, IndexError, TypeError, ValueError) as e:
+        raise BadSignature(f"the stored record cannot be signed: {e}") from None
+    if not isinstance(named, bytes) or named != key:
+        raise BadSignature(f"the record names another key for {role}")
+    try:
+        Ed25519PublicKey.from_public_bytes(key).verify(sig, head)
+    except (InvalidSignature, ValueError):
+        raise BadSignature(f"the {role} signature does not verify") from None
+
+
+def _move_cosigned_copies(conn: sqlite3.Connection, dialect: Dialect) -> None:
+    """Migration 2: turn the co-signed copies kept in slots past `COSIGNED_SLOTS` into rows of
+    ``record_sigs`` on the match record (game 0), then drop the copies.
+
+    A copy whose record differs from the stored one, or whose extra signature does not verify,
+    is left where it was: it was never returned as the record, and deleting it would lose data.
+    """
+    copies = conn.execute(
+        dialect.sql("SELECT match_id, game, record, created FROM records WHERE game >= ?"),
+        (COSIGNED_SLOTS,),
+    ).fetchall()
+    for match_id, game, data, created in copies:
+        base = conn.execute(
+            dialect.sql("SELECT record FROM records WHERE match_id = ? AND game = 0"), (match_id,)
+        ).fetchone()
+        if base is None:
+            continue
+        try:
+            copy, stored = load_record(bytes(data)), load_record(bytes(base[0]))
+            if record_head(copy["record"]) != record_head(stored["record"]):
+                continue
+            have = {s["role"] for s in stored["sigs"]}
+            extra = [s for s in copy["sigs"] if s["role"] not in have]
+            for s in extra:
+                _signer(stored, s["role"], s["key"], s["sig"])
+        except (ProtocolError, BadSignature, KeyError, TypeError, ValueError):
+            continue
+        for s in extra:
+            conn.execute(
+                dialect.sql(
+                    "INSERT INTO record_sigs (match_id, game, role, key, sig, created)"
+                    " VALUES (?, 0, ?, ?, ?, ?) ON CONFLICT (match_id, game, role) DO NOTHING"
+                ),
+                (match_id, s["role"], s["key"], s["sig"], created),
+            )
+        conn.execute(
+            dialect.sql("DELETE FROM records WHERE match_id = ? AND game = ?"), (match_id, game)
+        )
+
+
+MIGRATIONS: Sequence[tuple[int, Sequence[MigrationStep]]] = (
     (
         1,
         (
@@ -190,6 +272,22 @@ MIGRATIONS: Sequence[tuple[int, Sequence[str]]] = (
             )""",
             "CREATE INDEX rating_history_by_a ON rating_history (a_id, id)",
             "CREATE INDEX rating_history_by_b ON rating_history (b_id, id)",
+        ),
+    ),
+    (
+        2,
+        (
+            """CREATE TABLE record_sigs (
+                match_id TEXT NOT NULL,
+                game INTEGER NOT NULL,
+                role TEXT NOT NULL CHECK (role IN ('referee', 'seat0', 'seat1')),
+                key {blob} NOT NULL,
+                sig {blob} NOT NULL,
+                created BIGINT NOT NULL,
+                PRIMARY KEY (match_id, game, role),
+                FOREIGN KEY (match_id, game) REFERENCES records (match_id, game)
+            )""",
+            _move_cosigned_copies,
         ),
     ),
 )
@@ -324,8 +422,11 @@ def _migrate(conn: sqlite3.Connection, dialect: Dialect) -> None:
             if version <= current:
                 conn.execute("COMMIT")
                 continue
-            for template in statements:
-                conn.execute(dialect.ddl(template))
+            for step in statements:
+                if isinstance(step, str):
+                    conn.execute(dialect.ddl(step))
+                else:
+                    step(conn, dialect)
             conn.execute(dialect.sql("INSERT INTO schema_version (version) VALUES (?)"), (version,))
             conn.execute("COMMIT")
         except BaseException:
@@ -639,15 +740,93 @@ class Store:
 
         await self._run(run)
 
+    async def add_signature(
+        self, match_id: str, game: int, role: str, key: bytes, sig: bytes, now: int
+    ) -> bool:
+        """Add a ``role`` signature (``seat0``, ``seat1``, ...) to a stored signed record.
+
+        The signature must be by the key the record names for ``role`` and verify against the
+        record's head, or `BadSignature` is raised; the record itself is never rewritten. Adding
+        the same signature again does nothing and returns False (True when it was added); another
+        signature for a role already signed raises `Conflict`. `NotFound` if there is no record.
+        """
+        key, sig = bytes(key), bytes(sig)
+
+        def run() -> bool:
+            with self._transaction() as cur:
+                row = self._exec(
+                    cur,
+                    "SELECT record FROM records WHERE match_id = ? AND game = ?",
+                    (match_id, game),
+                ).fetchone()
+                if row is None:
+                    raise NotFound(f"no record for match {match_id!r} game {game}")
+                try:
+                    signed = load_record(bytes(row[0]))
+                    inline = {s["role"]: (s["key"], s["sig"]) for s in signed["sigs"]}
+                except (ProtocolError, KeyError, TypeError) as e:
+                    raise BadSignature(f"the stored record cannot be co-signed: {e}") from None
+                if role in inline:
+                    if inline[role] == (key, sig):
+                        return False
+                    raise Conflict(f"the record already carries a {role} signature")
+                old = self._exec(
+                    cur,
+                    "SELECT key, sig FROM record_sigs WHERE match_id = ? AND game = ? AND role = ?",
+                    (match_id, game, role),
+                ).fetchone()
+                if old is not None:
+                    if (bytes(old[0]), bytes(old[1])) == (key, sig):
+                        return False
+                    raise Conflict(f"the record already carries a {role} signature")
+                _signer(signed, role, key, sig)
+                self._exec(
+                    cur,
+                    "INSERT INTO record_sigs (match_id, game, role, key, sig, created)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    (match_id, game, role, key, sig, now),
+                )
+            return True
+
+        return await self._run(run)
+
+    def _with_sigs(self, cur: sqlite3.Cursor, row: Sequence[Any]) -> RecordRow:
+        """The record row with its added signatures appended to the signed record's ``sigs``."""
+        record = _record(row)
+        extra = self._exec(
+            cur,
+            "SELECT role, key, sig FROM record_sigs WHERE match_id = ? AND game = ?",
+            (record.match_id, record.game),
+        ).fetchall()
+        if not extra:
+            return record
+        signed = load_record(record.record)
+        # In role order, so the bytes do not depend on who co-signed first.
+        extra.sort(key=lambda r: ROLES.index(r[0]))
+        sigs = [
+            *signed["sigs"],
+            *({"key": bytes(k), "sig": bytes(g), "role": r} for r, k, g in extra),
+        ]
+        merged = dump_record({"record": signed["record"], "sigs": sigs})
+        return RecordRow(record.match_id, record.game, merged, record.signature, record.created)
+
     async def get_record(self, match_id: str, game: int = 0) -> RecordRow | None:
-        """Return the record of game ``game`` of the match (0 = whole match), or None."""
+        """Return the record of game ``game`` of the match (0 = whole match), or None.
+
+        The signed record comes back with every signature added by `add_signature`.
+        """
 
         def run() -> RecordRow | None:
-            row = self._one(
-                f"SELECT {_RECORD_COLS} FROM records WHERE match_id = ? AND game = ?",
-                (match_id, game),
-            )
-            return None if row is None else _record(row)
+            cur = self._conn.cursor()
+            try:
+                row = self._exec(
+                    cur,
+                    f"SELECT {_RECORD_COLS} FROM records WHERE match_id = ? AND game = ?",
+                    (match_id, game),
+                ).fetchone()
+                return None if row is None else self._with_sigs(cur, row)
+            finally:
+                cur.close()
 
         return await self._run(run)
 
@@ -656,7 +835,8 @@ class Store:
     ) -> list[RecordRow]:
         """Return up to ``limit`` records of matches the player sat in, newest first.
 
-        ``game=0`` keeps only whole-match records; None returns every game's record.
+        ``game=0`` keeps only whole-match records; None returns every game's record. Each comes
+        with its added signatures, as from `get_record`.
         """
 
         def run() -> list[RecordRow]:
@@ -671,7 +851,12 @@ class Store:
                 params.append(game)
             query += " ORDER BY r.created DESC, r.match_id, r.game LIMIT ?"
             params.append(limit)
-            return [_record(r) for r in self._all(query, params)]
+            cur = self._conn.cursor()
+            try:
+                rows = self._exec(cur, query, params).fetchall()
+                return [self._with_sigs(cur, r) for r in rows]
+            finally:
+                cur.close()
 
         return await self._run(run)
 

@@ -100,3 +100,36 @@ def test_cannot_send_out_of_handshake_order() -> None:
     with pytest.raises(LocalProtocolError) as e:
         Connection(Role.CLIENT).send(m.ListMatches(1))
     assert e.value.code is ErrorCode.HANDSHAKE_REQUIRED
+
+
+def test_frame_limits_are_per_direction() -> None:
+    from seabattle.protocol.session import MAX_C2S_FRAME, MAX_S2C_FRAME
+
+    client, server = handshake()
+    assert (client.max_send, client.max_recv) == (MAX_C2S_FRAME, MAX_S2C_FRAME)
+    assert (server.max_send, server.max_recv) == (MAX_S2C_FRAME, MAX_C2S_FRAME)
+    # A server may send a 1 MiB answer (a long match's record), and the client takes it.
+    big = m.Ok(1, {"record": b"r" * (1 << 20)})
+    (got,) = client.receive_data(server.send(big))
+    assert got == big
+    # A bin in a server->client message may be as large as the frame; a client's may not.
+    assert len(m.Committed(b"m" * 16, 1, 0, b"x" * 100_000).root) == 100_000
+    with pytest.raises(RemoteProtocolError):
+        m.CoSign(b"m" * 16, b"h" * 32, b"s" * 100_000)
+    # A client may not send a frame past 64 KiB, and a server refuses one at its header.
+    with pytest.raises(LocalProtocolError):
+        client.send(m.Create(1, {"x": b"x" * MAX_C2S_FRAME}, "blind", True))
+    header = (MAX_C2S_FRAME + 1).to_bytes(4, "big")
+    with pytest.raises(RemoteProtocolError) as e:
+        server.receive_data(header)
+    assert e.value.code == ErrorCode.FRAME_TOO_LARGE and server.state is State.CLOSED
+
+
+def test_frame_limits_can_be_overridden() -> None:
+    c = Connection(Role.CLIENT, max_recv=1000)
+    assert (c.max_recv, c.max_send) == (1000, 65536)
+    both = Connection(Role.SERVER, max_frame=4096)
+    assert (both.max_recv, both.max_send) == (4096, 4096)
+    with pytest.raises(LocalProtocolError) as e:
+        Connection(Role.CLIENT, max_send=100).send(m.Hello((1,), "x" * 200, ()))
+    assert e.value.code == ErrorCode.FRAME_TOO_LARGE

@@ -304,7 +304,10 @@ def test_dialects_differ_only_where_engines_do() -> None:
     query = "SELECT x FROM t WHERE a = ? AND b LIKE 'p%'"
     assert SQLITE.sql(query) == query
     assert POSTGRES.sql(query) == "SELECT x FROM t WHERE a = %s AND b LIKE 'p%%'"
-    ddl = [POSTGRES.ddl(t) for _, statements in MIGRATIONS for t in statements]
+    # Data steps are functions; only the DDL templates have dialect holes.
+    ddl = [
+        POSTGRES.ddl(t) for _, statements in MIGRATIONS for t in statements if isinstance(t, str)
+    ]
     assert not any("{" in s or "AUTOINCREMENT" in s or "BLOB" in s for s in ddl)
     assert any("GENERATED ALWAYS AS IDENTITY" in s for s in ddl)
 
@@ -326,3 +329,106 @@ async def test_two_stores_on_one_file_migrate_once(tmp_path: Path) -> None:
         await seed(one, ALICE)
         assert await two.get_player(ALICE) is not None
     assert schema_versions(path) == [v for v, _ in MIGRATIONS]
+
+
+# Signatures added to a stored record
+
+
+def _signed_record(n: int) -> tuple[dict[str, object], list[object]]:
+    """A referee-signed record of a real (one-game, unplayed) match, and the three keys."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from seabattle.protocol.match import Match
+    from seabattle.protocol.record import build_record, sign_as
+    from seabattle.protocol.rules import preset
+
+    ref, k0, k1 = (Ed25519PrivateKey.generate() for _ in range(3))
+    pubs = [k.public_key().public_bytes_raw() for k in (k0, k1)]
+    record = build_record(Match(preset("classic"), bytes.fromhex(mid(n))), pubs, ref.public_key())
+    return {"record": record, "sigs": [sign_as(record, ref, "referee")]}, [ref, k0, k1]
+
+
+async def test_signatures_grow_while_the_record_stays() -> None:
+    from seabattle.protocol.record import dump_record, load_record, record_head, verify_record
+    from seabattle.server.store import BadSignature
+
+    async with Store.open(":memory:") as store:
+        await seed(store, ALICE, BOB)
+        m = await played(store, 1, ALICE, BOB)
+        signed, (_, k0, k1) = _signed_record(1)
+        body = dump_record(signed)
+        await store.put_record(m, 0, body, signed["sigs"][0]["sig"], NOW)  # type: ignore[index]
+        head = record_head(signed["record"])
+        key1 = k1.public_key().public_bytes_raw()  # type: ignore[attr-defined]
+        key0 = k0.public_key().public_bytes_raw()  # type: ignore[attr-defined]
+        sig1, sig0 = k1.sign(head), k0.sign(head)  # type: ignore[attr-defined]
+
+        assert await store.add_signature(m, 0, "seat1", key1, sig1, NOW) is True
+        assert await store.add_signature(m, 0, "seat1", key1, sig1, NOW) is False  # idempotent
+        with pytest.raises(BadSignature):  # seat 1's key signing for seat 0
+            await store.add_signature(m, 0, "seat0", key1, sig1, NOW)
+        with pytest.raises(BadSignature):  # not a signature of this head
+            await store.add_signature(m, 0, "seat0", key0, k0.sign(b"x"), NOW)  # type: ignore[attr-defined]
+        with pytest.raises(BadSignature):
+            await store.add_signature(m, 0, "judge", key0, sig0, NOW)
+        with pytest.raises(Conflict):  # the referee's signature is part of the stored body
+            await store.add_signature(m, 0, "referee", key0, sig0, NOW)
+        with pytest.raises(NotFound):
+            await store.add_signature(m, 1, "seat0", key0, sig0, NOW)
+        assert await store.add_signature(m, 0, "seat0", key0, sig0, NOW) is True
+
+        row = await store.get_record(m)
+        assert row is not None
+        got = load_record(row.record)
+        assert got["record"] == signed["record"]
+        # In role order whatever the order of co-signing.
+        assert [s["role"] for s in got["sigs"]] == ["referee", "seat0", "seat1"]
+        report = verify_record(got)
+        assert report.ok, report.reason
+        # The stored body never changed, and put_record still refuses another one.
+        with pytest.raises(Conflict):
+            await store.put_record(m, 0, row.record, row.signature, NOW)
+        await store.put_record(m, 0, body, row.signature, NOW)
+        (listed,) = await store.records_for_player(ALICE, game=0)
+        assert listed.record == row.record
+
+
+async def test_migration_2_moves_cosigned_copies_into_record_sigs(tmp_path: Path) -> None:
+    from seabattle.protocol.record import cosign, dump_record, load_record, verify_record
+    from seabattle.server.store import COSIGNED_SLOTS
+
+    path = tmp_path / "v1.sqlite"
+    signed, (_, k0, k1) = _signed_record(1)
+    both = cosign(cosign(signed, k0, "seat0"), k1, "seat1")  # type: ignore[arg-type]
+    # A database left by the version-1 server: the co-signed copy in slot COSIGNED + 0b11.
+    with closing(sqlite3.connect(path)) as db:
+        db.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY)")
+        for template in MIGRATIONS[0][1]:
+            assert isinstance(template, str)
+            db.execute(SQLITE.ddl(template))
+        db.execute("INSERT INTO schema_version VALUES (1)")
+        for p in (ALICE, BOB):
+            db.execute(
+                "INSERT INTO players (id, name, created, rating, rd, vol)"
+                " VALUES (?, ?, 0, 1, 1, 1)",
+                (p, p[:5]),
+            )
+        db.execute(
+            "INSERT INTO matches (id, rules, mode, seat0, seat1, status, created)"
+            " VALUES (?, ?, 'blind', ?, ?, 'finished', 0)",
+            (mid(1), RULES, ALICE, BOB),
+        )
+        rows = [(0, dump_record(signed)), (COSIGNED_SLOTS + 3, dump_record(both))]
+        for game, data in rows:
+            db.execute(
+                "INSERT INTO records VALUES (?, ?, ?, ?, ?)", (mid(1), game, data, b"s", NOW)
+            )
+        db.commit()
+
+    async with Store.open(path) as store:
+        row = await store.get_record(mid(1))
+        assert row is not None
+        got = load_record(row.record)
+        assert [s["role"] for s in got["sigs"]] == ["referee", "seat0", "seat1"]
+        assert verify_record(got).ok
+        assert await store.get_record(mid(1), COSIGNED_SLOTS + 3) is None
+    assert schema_versions(path)[-1] == MIGRATIONS[-1][0]
