@@ -174,35 +174,44 @@ def random_fleet(rules: RuleSet, rng: random.Random, *, attempts: int = 1000) ->
     raise IllegalFleet(f"no random placement found in {attempts} attempts")
 
 
-def can_place(rules: RuleSet, *, budget: int = 200_000) -> bool:
+def can_place(rules: RuleSet, *, budget: int = 300_000) -> bool:
     """Whether some legal placement of the fleet exists (depth-first search, largest ship first).
 
-    The search gives up after ``budget`` nodes and answers ``False``: a rule set that cannot be
-    shown to work within that effort is refused rather than risked.
+    Every candidate position examined counts against ``budget``, so the answer comes within a
+    bounded amount of work (tens of milliseconds) whatever the rule set: a rule set that cannot be
+    shown to work within that effort is refused rather than risked, since rule sets arrive from
+    the network and records.
     """
+    rows, cols = rules.rows, rules.cols
     lengths = sorted((s.length for s in rules.fleet), reverse=True)
-    free = [True] * rules.cells
-    nodes = 0
+    # Per length: (start index, cells mask, blocked mask) for every position, as Python int masks.
+    table: dict[int, list[tuple[int, int, int]]] = {}
+    for length in set(lengths):
+        opts = []
+        for vertical in (False, True) if length > 1 else (False,):
+            for r in range(rows - (length - 1 if vertical else 0)):
+                for c in range(cols - (0 if vertical else length - 1)):
+                    cells = Placement(r, c, vertical).cells(length)
+                    mask = sum(1 << x.index(cols) for x in cells)
+                    block = sum(1 << x.index(cols) for x in _blocked(rules, cells))
+                    opts.append((r * cols + c, mask, block))
+        table[length] = opts
+    work = 0
 
-    def place(k: int, start: int) -> bool:
-        nonlocal nodes
+    def place(k: int, taken: int, start: int) -> bool:
+        nonlocal work
         if k == len(lengths):
             return True
-        for p in _positions(rules, lengths[k], free):
-            # Ships of equal length are interchangeable: only try them in increasing position.
-            idx = p.row * rules.cols + p.col
-            if k and lengths[k] == lengths[k - 1] and idx < start:
-                continue
-            nodes += 1
-            if nodes > budget:
+        # Ships of equal length are interchangeable: only try them in increasing position.
+        floor = start if k and lengths[k] == lengths[k - 1] else -1
+        for idx, mask, block in table[lengths[k]]:
+            work += 1
+            if work > budget:
                 return False
-            blocked = [c for c in _blocked(rules, p.cells(lengths[k])) if free[c.index(rules.cols)]]
-            for c in blocked:
-                free[c.index(rules.cols)] = False
-            if place(k + 1, idx):
+            if idx < floor or mask & taken:
+                continue
+            if place(k + 1, taken | block, idx):
                 return True
-            for c in blocked:
-                free[c.index(rules.cols)] = True
         return False
 
-    return place(0, 0)
+    return place(0, 0, 0)

@@ -219,7 +219,9 @@ class RuleSet:
         if not self._fleet_fits():
             raise BadRules(
                 f"the fleet {[s.length for s in self.fleet]} cannot be placed on a "
-                f"{self.rows}x{self.cols} grid" + ("" if self.touching else " without touching")
+                f"{self.rows}x{self.cols} grid"
+                + ("" if self.touching else " without touching")
+                + " (no placement found within the search bound)"
             )
 
     def _fleet_fits(self) -> bool:

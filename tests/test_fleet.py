@@ -128,3 +128,13 @@ def test_russian_random_placement_is_fast() -> None:
     for _ in range(50):
         random_fleet(rules, rng)
     assert time.perf_counter() - start < 2.0  # about 5 ms each on a laptop core
+
+
+def test_a_fleet_that_cannot_be_shown_to_fit_is_refused_within_the_search_bound() -> None:
+    # Twelve 5-cell ships in an 8x8 grid pass the area bound (60 <= 64) but have no placement;
+    # rule sets arrive from the network, so the refusal must come from a bounded search.
+    from seabattle.protocol.rules import BadRules, RuleSet, ShipSpec
+
+    fleet = tuple(ShipSpec(f"s{i}", 5) for i in range(12))
+    with pytest.raises(BadRules, match="search bound"):
+        RuleSet(rows=8, cols=8, fleet=fleet)
