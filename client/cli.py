@@ -14,7 +14,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -62,34 +62,6 @@ def main() -> None:
 # ================================================================================================
 
 
-def _describe_rules(r: RuleSet) -> list[tuple[str, str]]:
-    fleet = ", ".join(f"{s.name} ({s.length})" for s in r.fleet)
-    shots = r.shots.value
-    if r.is_salvo:
-        size = f"{r.salvo_size} cells" if shots == "salvo-fixed" else "one per ship afloat"
-        shots += f" ({size}, reported {r.salvo_report.value})"
-    ck = r.clocks
-    clocks = ", ".join(
-        f"{k} {v}s" for k, v in (("setup", ck.setup), ("shot", ck.shot)) if v is not None
-    )
-    return [
-        ("grid", f"{r.rows} x {r.cols}"),
-        ("fleet", f"{fleet}  = {r.fleet_cells} cells"),
-        ("ships may touch", "yes" if r.touching else "no (corners included)"),
-        ("placed in order", "yes" if r.ordered_placement else "no"),
-        ("shots per turn", shots),
-        ("a hit shoots again", "yes" if r.hit_again else "no"),
-        ("a sinking is", r.sunk.value),
-        ("repeated call", r.repeat.value),
-        ("crossed-out cells", "yes" if r.crossed_out else "no"),
-        ("radar", f"once, {r.radar_size}x{r.radar_size}" if r.radar else "no"),
-        ("team size", str(r.team_size)),
-        ("first player", r.first_player.value),
-        ("match", f"{r.match.kind.value}, {r.match.games} game(s)"),
-        ("clocks", clocks or "none"),
-    ]
-
-
 @main.command()
 @click.argument("name", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
@@ -126,7 +98,9 @@ def rules(name: str | None, as_json: bool) -> None:
     table = Table(title=f"Rules: {r.name}", show_header=False)
     table.add_column("option", style="bold")
     table.add_column("value")
-    for k, v in _describe_rules(r):
+    from seabattle.client.render import describe_rules
+
+    for k, v in describe_rules(r):
         table.add_row(k, v)
     console.print(table)
 
@@ -327,14 +301,17 @@ def _peer_player(bot_name: str | None, seed: int | None) -> Any:
     from seabattle.client.peer import BotPlayer
 
     if bot_name is None:
-        from seabattle.client.tui import ConsolePlayer
+        from seabattle.client.human import ConsolePlayer
 
         return ConsolePlayer(console)
     rng = random.Random(seed) if seed is not None else None
     return BotPlayer(make_strategy(bot_name), rng)
 
 
-def _peer_reporter(verbose: bool) -> Callable[[str, Any], None]:
+def _peer_reporter(verbose: bool, human: bool) -> Callable[[str, Any], None] | None:
+    if human and not verbose:
+        return None  # the terminal player tells its person everything already
+
     def report(kind: str, data: Any) -> None:
         if kind == "firing":
             console.print(f"game {data['game']}: seat {data['first']} fires first")
@@ -353,8 +330,13 @@ def _peer_reporter(verbose: bool) -> Callable[[str, Any], None]:
 def _finish_peer(result: Any, save: str | None) -> None:
     from seabattle.protocol.record import dump_record
 
-    outcome = "won" if result.won else "draw" if result.won is None else "lost"
-    console.print(f"match {outcome}: {result.match.to_dict()}")
+    outcome = "won" if result.won else "drawn" if result.won is None else "lost"
+    summary = result.match.to_dict()
+    wins, seat = summary["wins"], result.seat
+    console.print(
+        f"match {outcome}: {wins[seat]}-{wins[1 - seat]} in games, "
+        f"{summary['games']} game(s) played; scores {summary['scores']}"
+    )
     status = "[green]verifies[/green]" if result.report.ok else f"[red]{result.report.reason}[/red]"
     console.print(f"record signed by both seats: {status}")
     if save:
@@ -362,6 +344,35 @@ def _finish_peer(result: Any, save: str | None) -> None:
         console.print(f"record saved to {save}")
     if not result.report.ok:
         sys.exit(1)
+
+
+def _run_peer(play: Callable[[], Awaitable[Any]], other: str) -> Any:
+    """Run a peer match; a person leaving, or the other side going away, ends it with a message."""
+    from seabattle.client.peer import PeerCheated
+    from seabattle.client.tui import Quit
+    from seabattle.client.wire import ConnectionClosed
+
+    try:
+        return trio.run(play)
+    except BaseException as raised:
+        e = _unwrap(raised)
+        if isinstance(e, Quit | KeyboardInterrupt):
+            console.print("you left the match: it has no record")
+            sys.exit(1)
+        if isinstance(e, ConnectionClosed):
+            raise click.ClickException(f"{other} left before the end of the match ({e})") from None
+        if isinstance(e, PeerCheated):
+            raise click.ClickException(f"{other} broke the protocol: {e}") from None
+        if isinstance(e, OSError):
+            raise e from None
+        raise
+
+
+def _unwrap(e: BaseException) -> BaseException:
+    """The one exception inside nested single-member groups (trio's nurseries wrap them)."""
+    while isinstance(e, BaseExceptionGroup) and len(e.exceptions) == 1:
+        e = e.exceptions[0]
+    return e
 
 
 @main.command("host")
@@ -401,7 +412,7 @@ def host_cmd(
                         port=port,
                         bind=bind,
                         key=key,
-                        on_event=_peer_reporter(verbose),
+                        on_event=_peer_reporter(verbose, bot_name is None),
                         task_status=task_status,
                     )
                 )
@@ -410,7 +421,7 @@ def host_cmd(
             console.print(f"hosting {rules.name} on {addr[0]}:{addr[1]}; waiting for a joiner")
         return box[0]
 
-    _finish_peer(trio.run(run), save)
+    _finish_peer(_run_peer(run, "the joiner"), save)
 
 
 @main.command("join")
@@ -435,9 +446,10 @@ def join_cmd(
 
     h, p = _hostport(address)
     player = _peer_player(bot_name, seed)
+    reporter = _peer_reporter(verbose, bot_name is None)
     try:
-        result = trio.run(
-            lambda: join(player, h, p, key=key, name=name, on_event=_peer_reporter(verbose))
+        result = _run_peer(
+            lambda: join(player, h, p, key=key, name=name, on_event=reporter), "the host"
         )
     except OSError as e:
         raise click.ClickException(f"cannot reach {address}: {e}") from None
@@ -455,18 +467,28 @@ def play(
     server: str, rules_: str, mode: str, invite: str | None, key: str | None, name: str
 ) -> None:
     """Play one match by hand on a server: rich grids, typed coordinates."""
-    from seabattle.client.tui import play_server
+    from seabattle.client.human import play_server
 
     h, p = _hostport(server)
     rules = _rules_map(_rules_arg(rules_))
+    from seabattle.client.wire import ConnectionClosed, RequestFailed
+
     try:
         trio.run(
             lambda: play_server(
                 h, p, rules=rules, mode=mode, key=key, name=name, console=console, invite=invite
             )
         )
-    except OSError as e:
-        raise click.ClickException(f"cannot reach {server}: {e}") from None
+    except BaseException as raised:
+        e = _unwrap(raised)
+        if isinstance(e, OSError):
+            raise click.ClickException(f"cannot reach {server}: {e}") from None
+        if isinstance(e, ConnectionClosed | RequestFailed):
+            raise click.ClickException(f"the server ended the session: {e}") from None
+        if isinstance(e, KeyboardInterrupt):
+            console.print("interrupted")
+            sys.exit(130)
+        raise
 
 
 # ================================================================================================
@@ -586,3 +608,16 @@ def _server_available() -> bool:
     except ImportError:
         return False
     return hasattr(app, "serve")
+
+
+def _add_lazy_commands() -> None:
+    # The load generator and the conformance suite live in their own modules; registering them
+    # here keeps `seabattle --help` complete.
+    from .bench import bench
+    from .conformance import conformance
+
+    main.add_command(bench)
+    main.add_command(conformance)
+
+
+_add_lazy_commands()

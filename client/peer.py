@@ -48,10 +48,16 @@ from seabattle.protocol.grid import Cell, parse_cell
 from seabattle.protocol.match import Match
 from seabattle.protocol.record import VerifyReport, build_record, record_head, verify_record
 from seabattle.protocol.rules import RuleSet, rules_from_dict
-from seabattle.protocol.session import SUPPORTED_VERSIONS, auth_payload, check_auth
+from seabattle.protocol.session import (
+    MAX_C2S_FRAME,
+    SUPPORTED_VERSIONS,
+    auth_payload,
+    check_auth,
+)
 from seabattle.protocol.verdict import Defender, Shot, Verdict
 
-from .api import AGENT, Wire, feed_view, load_key, public_key
+from .botplay import feed_view
+from .wire import AGENT, Wire, load_key, public_key
 
 __all__ = [
     "BotPlayer",
@@ -89,6 +95,23 @@ class Player:
 
     def refused(self, error: ProtocolError) -> None:
         """Hook: our move was refused; :meth:`move` is asked again."""
+
+    # The hooks below let a player that shows the game (the terminal) follow it; ``seat`` is ours.
+
+    def started(self, game: Game, seat: int) -> None:
+        """Hook: both fleets are committed and firing begins (``game.first`` moves first)."""
+
+    def shot_answered(self, game: Game, seat: int, shot: Shot, verdict: Verdict) -> None:
+        """Hook: our ``shot`` was answered with the (checked) ``verdict``."""
+
+    def shot_at(self, game: Game, seat: int, shot: Shot, verdict: Verdict) -> None:
+        """Hook: the opponent's ``shot`` at us, and the verdict we sent."""
+
+    def shot_lost(self, game: Game, seat: int, loser: int, why: str) -> None:
+        """Hook: ``loser``'s shot was lost (``why``: ``repeat`` under strict repeat rules)."""
+
+    def game_over(self, game: Game, seat: int) -> None:
+        """Hook: ``game`` is over (``game.outcome``; ``game.reveals`` holds the fleets shown)."""
 
 
 class BotPlayer(Player):
@@ -224,6 +247,7 @@ async def _play_game(
     except ProtocolError as e:
         raise PeerCheated(f"the peer's commitment is refused: {e}") from None
     on_event("firing", {"game": n, "first": g.first})
+    player.started(g, seat)
     view = TargetView(rules)
     seq = 0
     while g.phase in (Phase.FIRING, Phase.ANSWER):
@@ -244,7 +268,10 @@ async def _play_game(
             else:
                 await wire.send(m.Fire(mid, n, tuple(c.label() for c in cells), member, seq))
             if events[0].kind != "shot":
+                player.shot_lost(g, seat, seat, "repeat")
                 continue  # a wasted repeat: the turn passed, nothing to answer
+            shot = events[0].shot
+            assert shot is not None
             ans = await wire.expect(m.Answer)
             assert isinstance(ans, m.Answer)
             try:
@@ -258,6 +285,7 @@ async def _play_game(
                 for i in sorted(g.boards[peer].crossed - before):
                     view.crossed(Cell(*divmod(i, rules.cols)))
             on_event("result", {"game": n, "cells": cells, "verdict": v, "events": events})
+            player.shot_answered(g, seat, shot, v)
         else:
             msg = await wire.expect(m.Fire, m.Radar)
             assert isinstance(msg, m.Fire | m.Radar)
@@ -270,13 +298,16 @@ async def _play_game(
             except (Refused, RemoteProtocolError) as e:
                 await wire.send(m.Error(e.code, e.detail, msg.seq))
                 continue
-            shot = events[0].shot
-            if events[0].kind != "shot" or shot is None:
+            theirs_shot = events[0].shot
+            if events[0].kind != "shot" or theirs_shot is None:
+                player.shot_lost(g, seat, peer, "repeat")
                 continue
+            shot = theirs_shot
             verdict = player.answer(shot, defender.answer(shot))
             await wire.send(m.Answer(mid, n, verdict.to_dict()))
             g.answer(seat, verdict)
             on_event("incoming", {"game": n, "shot": shot, "verdict": verdict})
+            player.shot_at(g, seat, shot, verdict)
     if g.phase is Phase.REVEAL:
         await wire.send(m.RevealMsg(mid, n, committed.reveal().to_dict()))
         rv = await wire.expect(m.RevealMsg)
@@ -297,6 +328,7 @@ async def _play_game(
     assert g.outcome is not None
     match.game_over()
     on_event("game_over", {"game": n, "outcome": g.outcome.to_dict()})
+    player.game_over(g, seat)
 
 
 async def play_peer(
@@ -358,7 +390,7 @@ async def host(
     finally:
         for lst in listeners:
             await lst.aclose()
-    wire = Wire(stream)
+    wire = Wire(stream, MAX_C2S_FRAME)
     async with stream:
         mid, peer_key, _name = await _host_handshake(wire, k, rules)
         return await play_peer(wire, Match(rules, mid), 0, k, peer_key, player, on_event)
@@ -377,7 +409,7 @@ async def join(
     """Connect to a host and play the match it offers, as seat 1."""
     k = key if isinstance(key, Ed25519PrivateKey) else load_key(key)
     stream = await (connect or trio.open_tcp_stream)(address, port)
-    wire = Wire(stream)
+    wire = Wire(stream, MAX_C2S_FRAME)
     async with stream:
         mid, peer_key, rules = await _join_handshake(wire, k, name)
         return await play_peer(wire, Match(rules, mid), 1, k, peer_key, player, on_event)

@@ -1,178 +1,340 @@
-"""A terminal player: rich grids and typed coordinates, for ``seabattle play`` and peer play.
+"""The terminal: typed lines in, rich text out, for a person playing on a plain terminal.
 
-Both grids are drawn from the public :class:`~seabattle.protocol.game.Board` of a game mirror (what
-the shots found), plus our own fleet on our own grid. Input is read in a worker thread, so the
-trio loop keeps answering the opponent's shots while the human thinks.
+Theory of operation. :class:`TerminalUI` asks for one line at a time (``ask``) and prints through a
+:class:`rich.console.Console`; nothing takes over the screen, so it works over ssh, in a pipe and
+in a pseudo-terminal alike. Lines come from a *line reader*: by default :class:`StdinLines`, one
+daemon thread that reads standard input for the whole run and hands each line to the trio loop, so
+that the loop keeps answering the opponent while the person thinks, and a prompt that the clock
+cancels leaves no reader behind to swallow the next line. Tests pass their own reader (an async
+function of the prompt) and a ``Console(file=StringIO())``, and drive whole games in-process.
+
+The two shells that use it, peer play and refereed play, are in :mod:`seabattle.client.human`.
 """
 
 from __future__ import annotations
 
+import math
 import random
-from typing import Any
+import sys
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import TextIO
 
 import trio
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.text import Text
 from seabattle.protocol.errors import ProtocolError
-from seabattle.protocol.fleet import Fleet, random_fleet
-from seabattle.protocol.game import Board, Game
-from seabattle.protocol.grid import column_label, parse_cell
-from seabattle.protocol.rules import RuleSet
-from seabattle.protocol.verdict import Result
+from seabattle.protocol.fleet import Fleet
+from seabattle.protocol.game import Game
+from seabattle.protocol.grid import Cell, parse_cell
+from seabattle.protocol.rules import RuleSet, SunkReport
+from seabattle.protocol.verdict import Verdict
 
-from .peer import Move, Player
+from .match import RunningClock
+from .placement import HELP as PLACEMENT_HELP
+from .placement import PlacementRefused, Placer
+from .render import (
+    LEGEND,
+    explain_refusal,
+    house_badge,
+    render_grids,
+    render_placement,
+    rules_panel,
+)
 
-__all__ = ["ConsolePlayer", "parse_move", "play_server", "render_grids"]
+__all__ = [
+    "ClockSource",
+    "LineReader",
+    "Move",
+    "Quit",
+    "StdinLines",
+    "TerminalUI",
+    "describe_verdict",
+    "parse_move",
+    "render_grids",
+]
 
-_MARK = {Result.MISS: ("·", "blue"), Result.HIT: ("X", "bold red"), Result.SUNK: ("#", "red")}
+#: Reads the line typed at ``prompt``; ``None`` at the end of input.
+LineReader = Callable[[str], Awaitable[str | None]]
+
+#: The clock that runs for us now, if any (the shells know which clock concerns which prompt).
+ClockSource = Callable[[], RunningClock | None]
+
+Move = tuple[str, list[Cell]]
+"""``("fire", cells)`` or ``("radar", [top_left])``."""
+
+#: Seconds left at which a running clock is announced (those below the clock's length).
+_THRESHOLDS = (60, 30, 20, 10, 5)
+
+MOVE_HELP = (
+    "call a cell such as E5 (a salvo: several cells, A1 B2 C3); 'radar C3' scans once where the "
+    "rules allow; 'rules' shows the rules again; 'quit' leaves"
+)
 
 
-def _grid(rules: RuleSet, board: Board, own: list[int] | None) -> list[Text]:
-    lines = [Text("    " + " ".join(f"{column_label(c):>1}" for c in range(rules.cols)))]
-    for r in range(rules.rows):
-        line = Text(f"{r + 1:>3} ")
-        for c in range(rules.cols):
-            i = r * rules.cols + c
-            if i in board.fired:
-                res = board.fired[i]
-                ch, style = _MARK[res] if res is not None else ("?", "yellow")
-            elif i in board.crossed:
-                ch, style = "-", "dim"
-            elif own is not None and own[i]:
-                ch, style = "O", "green"
-            else:
-                ch, style = "~", "dim cyan"
-            line.append(ch, style=style)
-            line.append(" ")
-        lines.append(line)
-    return lines
-
-
-def render_grids(game: Game, seat: int, fleet: Fleet | None) -> Text:
-    """Our grid (with our fleet) beside the target grid, as one block of text."""
-    rules = game.rules
-    own = fleet.occupancy(rules) if fleet is not None else None
-    left = _grid(rules, game.boards[seat], own)
-    right = _grid(rules, game.boards[1 - seat], None)
-    width = 4 + 2 * rules.cols
-    out = Text()
-    out.append(f"{'your fleet':<{width}}   target\n", style="bold")
-    for a, b in zip(left, right, strict=True):
-        out.append_text(a)
-        out.append(" " * (width - len(a.plain) + 3))
-        out.append_text(b)
-        out.append("\n")
-    return out
+class Quit(Exception):
+    """The player left: the input ended, or they typed ``quit``."""
 
 
 def parse_move(text: str, rules: RuleSet, count: int) -> Move:
-    """``"E5"``, ``"A1 B2 C3"`` for a salvo, or ``"radar C3"``; raises ``ProtocolError``."""
+    """``"E5"``, ``"A1 B2 C3"`` for a salvo, or ``"radar C3"``.
+
+    Raises ``ProtocolError`` (``OFF_BOARD``) for a cell not on the board, ``ValueError`` for the
+    wrong number of cells.
+    """
     words = text.replace(",", " ").split()
     if words and words[0].lower() == "radar":
         if len(words) != 2:
             raise ValueError("radar takes one cell: radar C3")
         return "radar", [parse_cell(words[1], rules.rows, rules.cols)]
     if len(words) != count:
-        raise ValueError(f"call {count} cell(s)")
+        raise ValueError(f"this turn calls {count} cell(s), e.g. " + " ".join(["E5"] * count))
     return "fire", [parse_cell(w, rules.rows, rules.cols) for w in words]
 
 
-async def _ask(prompt: str) -> str:
-    return await trio.to_thread.run_sync(input, prompt, abandon_on_cancel=True)
+def describe_verdict(rules: RuleSet, cells: Sequence[Cell], radar: bool, v: Verdict) -> str:
+    """``"E5 hit, E6 sunk Destroyer"``, ``"3 hits"`` or ``"radar at C3: ships found"``."""
+    if radar:
+        found = "ships found" if v.found else "nothing found"
+        return f"radar at {cells[0].label()}: {found}"
+    if v.total is not None:
+        sunk = [rules.fleet[s.ship].name for s in v.sunk if 0 <= s.ship < len(rules.fleet)]
+        out = f"{' '.join(c.label() for c in cells)}: {v.total} hit(s)"
+        return out + (f", sunk {', '.join(sunk)}" if sunk else "")
+    parts = []
+    for c, res in zip(cells, v.results, strict=True):
+        word = res.result.value
+        claim = res.sunk
+        named = rules.sunk is not SunkReport.SILENT
+        if claim is not None and named and 0 <= claim.ship < len(rules.fleet):
+            word += f" {rules.fleet[claim.ship].name}"
+        parts.append(f"{c.label()} {word}")
+    return ", ".join(parts)
 
 
-class ConsolePlayer(Player):
-    """A human at the terminal: a random fleet (shown), typed shots."""
+class StdinLines:
+    """Lines of a text stream (standard input), read by one daemon thread for the whole run."""
 
-    def __init__(self, console: Console | None = None) -> None:
-        self.console = console or Console()
-        self.current: Fleet | None = None
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self._stream = stream if stream is not None else sys.stdin
+        self._recv: trio.MemoryReceiveChannel[str | None] | None = None
+        self._eof = False
 
-    async def fleet(self, rules: RuleSet, game: int) -> Fleet:
-        """A random legal fleet (typed placement is not offered yet)."""
-        self.current = random_fleet(rules, random.SystemRandom())
-        self.console.print(f"game {game}: your fleet is placed at random")
-        return self.current
+    def _start(self) -> trio.MemoryReceiveChannel[str | None]:
+        send, recv = trio.open_memory_channel[str | None](math.inf)
+        token = trio.lowlevel.current_trio_token()
+        stream = self._stream
 
-    async def move(self, game: Game, seat: int, view: Any) -> Move:
-        """Draw both grids and read a move until it parses."""
-        self.console.print(render_grids(game, seat, self.current))
-        count = game.shot_count(seat)
-        radar = game.rules.radar and not game.boards[1 - seat].radar_used
-        hint = f"{count} cell(s)" + (" or 'radar C3'" if radar else "")
-        while True:
-            text = await _ask(f"your shot ({hint}): ")
+        def pump() -> None:
             try:
-                return parse_move(text, game.rules, count)
-            except (ProtocolError, ValueError) as e:
-                self.console.print(f"[red]{e}[/red]")
-
-    def refused(self, error: ProtocolError) -> None:
-        """Tell the human why the move was refused."""
-        self.console.print(f"[red]refused: {error.detail}[/red]")
-
-
-async def play_server(
-    host: str,
-    port: int,
-    *,
-    rules: dict[str, Any],
-    mode: str,
-    key: str | None,
-    name: str,
-    console: Console,
-    invite: str | None = None,
-) -> None:
-    """Play one match on a server by hand (quick match, or join ``invite``)."""
-    from .api import (
-        GameEnded,
-        GameStarted,
-        IncomingShot,
-        LieDetected,
-        MatchEnded,
-        Refused,
-        ShotResult,
-        YourTurn,
-        connect,
-    )
-
-    async with connect(host, port, key=key, name=name) as client:
-        console.print(f"connected as {client.player[:16]}...; waiting for an opponent")
-        match = await (client.join(invite) if invite else client.quick(rules, mode))
-        fleet = await match.place()
-        async for ev in match.events():
-            g = match.mirror
-            if isinstance(ev, GameStarted) and not match.placed:
-                fleet = await match.place()
-            elif isinstance(ev, YourTurn | Refused):
-                if isinstance(ev, Refused):
-                    console.print(f"[red]refused: {ev.msg}[/red]")
-                if g is None or match.seat is None or match.rules is None:
-                    continue
-                console.print(render_grids(g, match.seat, fleet))
-                count = g.shot_count(match.seat)
                 while True:
-                    try:
-                        kind, cells = parse_move(
-                            await _ask(f"your shot ({count} cell(s)): "), match.rules, count
-                        )
-                        break
-                    except (ProtocolError, ValueError) as e:
-                        console.print(f"[red]{e}[/red]")
-                if kind == "radar":
-                    await match.radar(cells[0])
-                else:
-                    await match.fire(cells)
-            elif isinstance(ev, ShotResult):
-                res = [r.value for r in ev.results] or [f"{ev.verdict.total or ev.verdict.found}"]
-                labels = " ".join(c.label() for c in ev.cells)
-                console.print(f"you fired {labels}: {', '.join(res)}")
-            elif isinstance(ev, IncomingShot):
-                labels = " ".join(c.label() for c in ev.cells)
-                console.print(f"opponent fired {labels}")
-            elif isinstance(ev, LieDetected):
-                console.print(f"[bold red]lie detected[/bold red] ({ev.source}): {ev.detail}")
-            elif isinstance(ev, GameEnded):
-                console.print(f"game {ev.game}: {'you won' if ev.won else 'you lost'}")
-            elif isinstance(ev, MatchEnded):
-                console.print(f"match over: {ev.result}; record {match.id.hex()}")
+                    line = stream.readline()
+                    text = line.rstrip("\r\n") if line else None
+                    trio.from_thread.run_sync(send.send_nowait, text, trio_token=token)
+                    if text is None:
+                        return
+            except (trio.RunFinishedError, trio.BrokenResourceError, OSError, ValueError):
+                return  # the game is over (or stdin closed): nobody is left to read for
+
+        threading.Thread(target=pump, name="seabattle-stdin", daemon=True).start()
+        return recv
+
+    async def __call__(self, prompt: str) -> str | None:
+        """The next line (``prompt`` is printed by the caller); ``None`` once the input ended."""
+        if self._eof:
+            return None
+        if self._recv is None:
+            self._recv = self._start()
+        line = await self._recv.receive()
+        self._eof = line is None
+        return line
+
+
+class TerminalUI:
+    """What one person at a terminal sees and types (see the module docstring)."""
+
+    def __init__(
+        self,
+        console: Console | None = None,
+        read: LineReader | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.console = console or Console()
+        self.read: LineReader = read or StdinLines()
+        #: A scripted reader types nothing that a terminal would echo, so the transcript echoes it.
+        self.echo = read is not None
+        self.rng = rng or random.SystemRandom()
+        self._prompt: str | None = None
+
+    # -- output ----------------------------------------------------------------------------------
+
+    def say(self, text: str | RenderableType, style: str | None = None) -> None:
+        """Print a line (plain text is never read as markup) or a renderable."""
+        self._interrupt()
+        if isinstance(text, str):
+            self.console.print(Text(text, style=style or ""))
+        else:
+            self.console.print(text)
+        self._resume()
+
+    def _interrupt(self) -> None:
+        # Something arrives while a prompt waits (a clock notice): finish the prompt's line first.
+        if self._prompt is not None:
+            self.console.print()
+
+    def _resume(self) -> None:
+        if self._prompt is not None:
+            self.console.print(Text(self._prompt), end="")
+
+    def refused(self, code: int, detail: str) -> None:
+        """Explain a refused move or placement."""
+        self.say(explain_refusal(code, detail), "red")
+
+    def show_rules(self, rules: RuleSet, *, peer: bool = False) -> None:
+        """The rule set, its house rules and 003's badge, before the first game."""
+        self.say(rules_panel(rules, peer=peer))
+
+    # -- input -----------------------------------------------------------------------------------
+
+    async def ask(self, prompt: str) -> str:
+        """Print ``prompt``, read one line; raises :class:`Quit` at the end of input or on quit."""
+        self.console.print(Text(prompt), end="")
+        self._prompt = prompt
+        line: str | None = None
+        answered = False
+        try:
+            line = await self.read(prompt)
+            answered = True
+        finally:
+            self._prompt = None
+            if not answered or line is None or self.echo:
+                # Cancelled (the clock ran out) or scripted: end the prompt's line ourselves.
+                self.console.print(Text(line or ""))
+        if line is None:
+            raise Quit("end of input")
+        line = line.strip()
+        if line.lower() in ("quit", "exit"):
+            raise Quit("quit")
+        return line
+
+    @asynccontextmanager
+    async def countdown(self, clock: ClockSource | None, what: str) -> AsyncIterator[None]:
+        """While the body runs, announce the time left on ``clock`` (``what``: for what)."""
+        if clock is None:
+            yield
+            return
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._tick, clock, what)
+                yield
+                nursery.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            # The ticker only ever stops by cancellation, so a group holds the body's exception
+            # (Quit, say): hand it on as itself, as if there were no ticker.
+            if len(group.exceptions) == 1:
+                raise group.exceptions[0] from None
+            raise
+
+    async def _tick(self, clock: ClockSource, what: str) -> None:
+        shown = clock()  # the prompt itself shows the clock that runs as it opens
+        current: RunningClock | None = None
+        said: set[int] = set()
+        while True:
+            c = clock()
+            if c is not None:
+                if c is not current:
+                    current = c
+                    said = {t for t in _THRESHOLDS if t >= c.seconds}
+                    if c is not shown:
+                        self.say(f"[clock] {c.seconds} s {what}", "yellow")
+                left = c.remaining()
+                due = [t for t in _THRESHOLDS if t not in said and left <= t]
+                if due:
+                    said.update(due)
+                    if left > 0:
+                        self.say(f"[clock] {math.ceil(left)} s left {what}", "yellow")
+            # A coarse poll: the clock that concerns us may be replaced at any moment (a new turn).
+            await trio.sleep(0.25)
+
+    @staticmethod
+    def _left(clock: ClockSource | None) -> str:
+        c = clock() if clock is not None else None
+        return f" [{math.ceil(c.remaining())} s left]" if c is not None else ""
+
+    # -- placing ---------------------------------------------------------------------------------
+
+    async def place(self, rules: RuleSet, game: int, clock: ClockSource | None = None) -> Fleet:
+        """Place a fleet by hand, ship by ship (:class:`~.placement.Placer`); fixed when done."""
+        placer = Placer(rules)
+        order = " (in fleet order)" if rules.ordered_placement else ""
+        self.say(f"game {game}: place your fleet{order}. {PLACEMENT_HELP}", "bold")
+        self.say(render_placement(rules, placer.placed, placer.next_ship))
+        async with self.countdown(clock, "to place your fleet"):
+            while not placer.done:
+                k = placer.next_ship
+                assert k is not None
+                spec = rules.fleet[k]
+                line = await self.ask(f"place {spec.name} ({spec.length}){self._left(clock)}: ")
+                try:
+                    said = placer.command(line, self.rng)
+                except PlacementRefused as e:
+                    self.say(f"refused: {e}", "red")
+                    continue
+                self.say(said, "green")
+                if not placer.done and line.lower() not in ("help", "?"):
+                    self.say(render_placement(rules, placer.placed, placer.next_ship))
+        fleet = placer.fleet()
+        self.say(render_placement(rules, placer.placed, None))
+        self.say("your fleet is placed and fixed for this game", "bold green")
+        return fleet
+
+    # -- firing ----------------------------------------------------------------------------------
+
+    async def move(
+        self,
+        game: Game,
+        seat: int,
+        fleet: Fleet | None,
+        clock: ClockSource | None = None,
+        *,
+        can_resign: bool = False,
+        count: int | None = None,
+        radar: bool | None = None,
+    ) -> Move | None:
+        """Draw both grids and read a move until it parses; ``None``: the player resigns.
+
+        ``count`` and ``radar`` (cells to call, radar still available) default to what ``game``
+        says; a shell whose game mirror has stopped passes what the server said instead.
+        """
+        rules = game.rules
+        badge = house_badge(rules)
+        if badge is not None:
+            self.say(badge)
+        self.say(render_grids(game, seat, fleet, width=self.console.width))
+        if count is None:
+            count = game.shot_count(seat)
+        if radar is None:
+            radar = rules.radar and not game.boards[1 - seat].radar_used
+        hint = f"{count} cells" if count > 1 else "a cell, e.g. E5"
+        hint += ", or radar C3" if radar else ""
+        hint += ", or resign" if can_resign else ""
+        async with self.countdown(clock, "to call your shot"):
+            while True:
+                text = await self.ask(f"your shot ({hint}){self._left(clock)}: ")
+                low = text.lower()
+                if low in ("help", "?"):
+                    self.say(MOVE_HELP + ("; 'resign' gives up this game" if can_resign else ""))
+                    self.say(LEGEND, "dim")
+                    continue
+                if low == "rules":
+                    self.show_rules(rules)
+                    continue
+                if low == "resign" and can_resign:
+                    return None
+                try:
+                    return parse_move(text, rules, count)
+                except ProtocolError as e:
+                    self.refused(e.code, e.detail)
+                except ValueError as e:
+                    self.say(f"refused: {e}", "red")

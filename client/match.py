@@ -1,0 +1,442 @@
+"""One match seen from one seat: place, fire, and a stream of checked events.
+
+Work that must happen whatever the script does happens here, on the client's reader task: in blind
+mode a shot at us is answered at once with :class:`~seabattle.protocol.verdict.Defender` (with its
+openings), ``reveal_now`` is answered with the reveal, and ``match_over`` with our co-signature of
+the record head.
+
+Trust nobody: every match keeps a *mirror* :class:`~seabattle.protocol.game.Game`, fed with both
+commitments from ``firing`` and with every ``shot``/``verdict``/``revealed`` the server relays. The
+mirror checks each opening the moment it arrives and each reveal at the end, exactly as a referee
+would; a failure is surfaced as :class:`~seabattle.client.events.LieDetected` (naming the seat, or
+``None`` when the server's own relay was inconsistent).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import trio
+from seabattle.protocol import messages as m
+from seabattle.protocol.commit import Commitment, Committed, Reveal
+from seabattle.protocol.errors import ProtocolError
+from seabattle.protocol.fleet import Fleet, random_fleet
+from seabattle.protocol.game import Deadline, EndReason, Event, Game, Phase
+from seabattle.protocol.grid import Cell, parse_cell
+from seabattle.protocol.rules import RuleSet, rules_from_dict
+from seabattle.protocol.verdict import Defender, Shot, Verdict
+
+from .events import (
+    GameEnded,
+    GameStarted,
+    IncomingShot,
+    Info,
+    LieDetected,
+    MatchEnded,
+    MatchEvent,
+    ShotResult,
+    YourTurn,
+)
+from .wire import ConnectionClosed
+
+if TYPE_CHECKING:
+    from .api import Client
+
+__all__ = ["MatchHandle", "RunningClock", "Tamper"]
+
+#: How a test or a scripted liar may alter the verdict the client would send (blind mode only).
+Tamper = Callable[[Shot, Verdict], Verdict]
+
+
+@dataclass(frozen=True, slots=True)
+class RunningClock:
+    """The clock the server started last (``clock``): ``kind`` runs ``seconds`` for ``seat``.
+
+    ``seat`` is ``None`` for a clock that runs for both (setup). ``started`` is the
+    ``trio.current_time()`` at which the message arrived: the server's clock started a little
+    earlier, so :meth:`remaining` errs on the side of too little time rather than too much.
+    """
+
+    game: int
+    kind: str
+    seconds: int
+    seat: int | None
+    started: float
+
+    def remaining(self) -> float:
+        """Seconds left (never below zero)."""
+        return max(0.0, self.started + self.seconds - trio.current_time())
+
+
+#: The first pause before sending again what a rate limit dropped, and the longest (seconds).
+_BACKOFF = 0.05
+_MAX_BACKOFF = 2.0
+
+
+def _cells(texts: Sequence[str], rules: RuleSet) -> tuple[Cell, ...]:
+    return tuple(parse_cell(t, rules.rows, rules.cols) for t in texts)
+
+
+def _labels(cells: str | Cell | Sequence[str | Cell]) -> tuple[str, ...]:
+    if isinstance(cells, str | Cell):
+        cells = [cells]
+    return tuple(c.label() if isinstance(c, Cell) else c.strip().upper() for c in cells)
+
+
+#: Game-end reasons that mean the loser lied or cheated (and the record can show it).
+_FAULTS = frozenset(
+    r.value
+    for r in (
+        EndReason.FALSE_PROOF,
+        EndReason.FALSE_VERDICT,
+        EndReason.BAD_REVEAL,
+        EndReason.ILLEGAL_FLEET,
+    )
+)
+
+
+class MatchHandle:
+    """One match we play: place, fire, and iterate its events. Made by :class:`Client`."""
+
+    def __init__(self, client: Client, match_id: bytes) -> None:
+        self.client = client
+        self.id = match_id
+        self.seat: int | None = None
+        self.rules: RuleSet | None = None
+        self.mode = "blind"
+        self.players: tuple[str, ...] = ()
+        self.game_no = 0
+        self.first: int | None = None
+        self.mirror: Game | None = None
+        self.committed: Committed | None = None
+        self.defender: Defender | None = None
+        self.placed_game = 0
+        self.result: dict[str, Any] | None = None
+        self.head: bytes | None = None
+        self.lies: list[LieDetected] = []
+        #: Test hook: alter the verdict we send (a scripted liar). Blind mode only.
+        self.tamper: Tamper | None = None
+        self._started = trio.Event()
+        self._game_event = trio.Event()
+        #: The last clock the server started in this match (``None`` between games).
+        self.clock: RunningClock | None = None
+        #: Our custody/blind placement is sent but the referee has not yet said ``committed``.
+        self.awaiting_commit = False
+        #: Game messages that carry no ``ref`` (placement, answers, reveal, resignation), sent but
+        #: not yet acknowledged: what a ``RATE_LIMITED`` refusal without a ``ref`` may have dropped.
+        self._unacked: list[m.Message] = []
+        self._moves_sent: dict[int, m.Message] = {}  # seq -> fire/radar, to resend the same seq
+        self._backoff = _BACKOFF
+        self._send, self._recv = trio.open_memory_channel[MatchEvent](math.inf)
+        self._done = False
+
+    # -- script side -----------------------------------------------------------------------------
+
+    @property
+    def placed(self) -> bool:
+        """Whether a fleet is placed for the current game."""
+        return self.game_no > 0 and self.placed_game == self.game_no
+
+    @property
+    def match_id_hex(self) -> str:
+        """The match id as hex (what ``get_record`` and the CLI print)."""
+        return self.id.hex()
+
+    async def wait_started(self) -> None:
+        """Wait until the match (``start``) and its first game (``game``) have begun."""
+        await self._started.wait()
+        while self.game_no == 0:
+            await self._game_event.wait()
+
+    async def place(self, fleet: Fleet | None = None, rng: random.Random | None = None) -> Fleet:
+        """Place ``fleet`` (``None``: a random legal fleet) for the current game.
+
+        Blind mode sends the commitment only; custody mode hands fleet and secret to the referee.
+        The fleet and secret stay here (:attr:`committed`) to answer shots and to reveal.
+        """
+        await self.wait_started()
+        assert self.rules is not None and self.seat is not None
+        rng = rng or random.SystemRandom()
+        if fleet is None:
+            fleet = random_fleet(self.rules, rng)
+        fleet.validate(self.rules)
+        secret = os.urandom(32)
+        game = self.game_no
+        self.committed = Committed(self.rules, fleet, secret, self.id, game, self.seat)
+        self.defender = Defender(self.committed)
+        self.placed_game = game
+        self.awaiting_commit = True
+        if self.mode == "custody":
+            await self._send_unacked(m.Place(self.id, game, tuple(fleet.to_list()), secret))
+        else:
+            await self._send_unacked(m.Commit(self.id, game, self.committed.commitment.to_dict()))
+        return fleet
+
+    async def fire(self, cells: str | Cell | Sequence[str | Cell]) -> None:
+        """Call one cell (``"E5"``) or a salvo (a list); the answer comes as events."""
+        seq = self.client._move_seq(self)
+        member = self.mirror.caller(self.seat) if self.mirror and self.seat is not None else 0
+        await self._send_move(seq, m.Fire(self.id, self.game_no, _labels(cells), member, seq))
+
+    async def radar(self, at: str | Cell) -> None:
+        """Scan the radar area whose top-left cell is ``at`` instead of firing."""
+        seq = self.client._move_seq(self)
+        member = self.mirror.caller(self.seat) if self.mirror and self.seat is not None else 0
+        await self._send_move(seq, m.Radar(self.id, self.game_no, _labels(at)[0], member, seq))
+
+    async def resign(self) -> None:
+        """Give up the current game."""
+        await self._send_unacked(m.Resign(self.id, self.game_no))
+
+    async def events(self) -> AsyncIterator[MatchEvent]:
+        """The match's events, in order, until :class:`MatchEnded` (or the connection ends)."""
+        async for ev in self._recv:
+            yield ev
+            if isinstance(ev, MatchEnded):
+                return
+
+    # -- sending, and sending again what a rate limit dropped ------------------------------------
+
+    async def _send_move(self, seq: int, msg: m.Message) -> None:
+        self._moves_sent[seq] = msg
+        await self.client.wire.send(msg)
+
+    async def _send_unacked(self, msg: m.Message) -> None:
+        self._unacked.append(msg)
+        await self.client.wire.send(msg)
+
+    def _ack(self, kind: type[m.Message]) -> None:
+        self._unacked = [u for u in self._unacked if not isinstance(u, kind)]
+        self._backoff = _BACKOFF
+
+    def _rate_limited(self, seq: int | None) -> None:
+        """The server dropped a message of ours for rate (spec 2.5): send it again, later.
+
+        ``seq`` names a dropped move. Without it, the dropped message is one of those still
+        unacknowledged, or none of ours (a pong); whatever is still unacknowledged after the pause
+        goes again, since in-order processing has acknowledged everything sent before it by then.
+        """
+        delay, self._backoff = self._backoff, min(self._backoff * 2, _MAX_BACKOFF)
+        game = self.game_no
+
+        async def again() -> None:
+            await trio.sleep(delay)
+            if self._done or self.game_no != game:
+                return
+            if seq is not None:
+                msgs = [self._moves_sent[seq]] if seq in self._moves_sent else []
+            else:
+                msgs = list(self._unacked)
+            with suppress(ConnectionClosed):
+                for msg in msgs:
+                    await self.client.wire.send(msg)
+
+        self.client._spawn(again)
+
+    # -- reader side -----------------------------------------------------------------------------
+
+    def _emit(self, ev: MatchEvent) -> None:
+        if isinstance(ev, LieDetected):
+            self.lies.append(ev)
+        if not self._done:
+            self._send.send_nowait(ev)
+
+    def _close(self) -> None:
+        self._done = True
+        self._send.close()
+
+    def _mirror_apply(self, fn: Callable[[], list[Event]], blame: int | None) -> list[Event]:
+        """Run one mirror input; a refusal means the server relayed what a referee must not."""
+        if self.mirror is None:
+            return []
+        try:
+            events = fn()
+        except ProtocolError as e:
+            self._emit(LieDetected(self.game_no, blame, f"mirror refused: {e}"))
+            self.mirror = None  # out of step with the server: stop checking rather than cry wolf
+            return []
+        for ev in events:
+            o = ev.outcome
+            if ev.kind == "over" and o is not None and o.reason is EndReason.FALSE_PROOF:
+                self._emit(
+                    LieDetected(self.game_no, None if o.winner is None else 1 - o.winner, o.detail)
+                )
+        return events
+
+    async def _handle(self, msg: m.Message) -> None:
+        wire = self.client.wire
+        if isinstance(msg, m.Start):
+            self.seat = msg.seat
+            self.rules = rules_from_dict(msg.rules)
+            self.mode = msg.mode
+            self.players = msg.players
+            self._started.set()
+        elif isinstance(msg, m.GameStart):
+            assert self.rules is not None
+            self.game_no = msg.game
+            self.first = msg.first
+            self.mirror = Game(self.rules, self.id, msg.game)
+            self.committed = None
+            self.defender = None
+            self.clock = None
+            self.awaiting_commit = False
+            self._unacked.clear()
+            self._moves_sent.clear()
+            ev = self._game_event
+            self._game_event = trio.Event()
+            ev.set()
+            self._emit(GameStarted(msg.game, msg.first))
+        elif isinstance(msg, m.Firing):
+            await self._on_firing(msg)
+        elif isinstance(msg, m.ShotCalled):
+            await self._on_shot(msg)
+        elif isinstance(msg, m.VerdictMsg):
+            self._on_verdict(msg)
+        elif isinstance(msg, m.ShotLost):
+            g = self.mirror
+            if g is not None and g.phase is Phase.FIRING and g.turn == msg.seat:
+                # The repeated cells never reach us, so the mirror applies the loss as told.
+                if msg.why == "clock":
+                    self._mirror_apply(lambda: g.expire(Deadline.SHOT), None)
+                else:
+                    g._lose_shot(msg.seat, msg.why)
+            self._emit(Info(msg))
+            self._maybe_turn(msg.next)
+        elif isinstance(msg, m.RevealNow):
+            if self.mode != "custody" and self.committed is not None:
+                reveal = self.committed.reveal().to_dict()
+                await self._send_unacked(m.RevealMsg(self.id, msg.game, reveal))
+            self._emit(Info(msg))
+        elif isinstance(msg, m.Revealed):
+            self._on_revealed(msg)
+        elif isinstance(msg, m.GameOver):
+            self._unacked.clear()
+            w = msg.outcome.get("winner")
+            reason = msg.outcome.get("reason")
+            if reason in _FAULTS and isinstance(w, int) and w == self.seat:
+                known = any(x.game == msg.game and x.seat == 1 - w for x in self.lies)
+                if not known:
+                    detail = f"referee: {reason}: {msg.outcome.get('detail', '')}"
+                    self._emit(LieDetected(msg.game, 1 - w, detail, "referee"))
+            self.clock = None
+            fleet = self.committed.fleet if self.committed is not None else None
+            won = None if w is None else w == self.seat
+            self._emit(GameEnded(msg.game, dict(msg.outcome), won, self.mirror, fleet))
+        elif isinstance(msg, m.MatchOver):
+            self.result = dict(msg.result)
+            self.head = msg.head
+            sig = self.client.key.sign(msg.head)
+            with suppress(ConnectionClosed):
+                await wire.send(m.CoSign(self.id, msg.head, sig))
+            w = msg.result.get("winner")
+            won = None if w is None else w == self.seat
+            self._emit(MatchEnded(dict(msg.result), msg.ratings, msg.head, won))
+            self._close()
+            self.client._forget_moves(self)
+        else:
+            if isinstance(msg, m.Clock):
+                now = trio.current_time()
+                self.clock = RunningClock(msg.game, msg.kind, msg.seconds, msg.seat, now)
+            elif isinstance(msg, m.Committed) and msg.seat == self.seat:
+                self.awaiting_commit = False
+                self._ack(m.Commit)
+                self._ack(m.Place)
+            self._emit(Info(msg))
+
+    async def _on_firing(self, msg: m.Firing) -> None:
+        g = self.mirror
+        self.first = msg.first
+        if g is not None:
+            try:
+                coms = [Commitment.from_dict(c) for c in msg.commitments]
+            except ProtocolError as e:
+                self._emit(LieDetected(self.game_no, None, f"bad commitment relayed: {e}"))
+                self.mirror = None
+                coms = []
+            if len(coms) == 2 and self.committed is not None and self.seat is not None:
+                mine = coms[self.seat].root(g.ctx[self.seat])
+                if mine != self.committed.root:
+                    self._emit(
+                        LieDetected(self.game_no, None, "the relayed commitment is not ours")
+                    )
+            if len(coms) == 2:
+                for s in (0, 1):
+                    self._mirror_apply(lambda s=s: g.commit(s, coms[s]), s)  # type: ignore[misc]
+                self._mirror_apply(lambda: g.set_first(msg.first), None)
+        self._emit(Info(msg))
+        self._maybe_turn(msg.first)
+
+    def _maybe_turn(self, nxt: int | None) -> None:
+        if nxt is None or nxt != self.seat:
+            return
+        g = self.mirror
+        count = g.shot_count(nxt) if g is not None else 1
+        radar = bool(self.rules and self.rules.radar and g and not g.boards[1 - nxt].radar_used)
+        self._emit(YourTurn(self.game_no, count, radar))
+
+    async def _on_shot(self, msg: m.ShotCalled) -> None:
+        assert self.rules is not None
+        cells = _cells(msg.cells, self.rules)
+        g = self.mirror
+        if g is not None:
+            if msg.radar:
+                self._mirror_apply(lambda: g.radar(msg.seat, cells[0]), None)
+            else:
+                self._mirror_apply(lambda: g.fire(msg.seat, list(cells)), None)
+        if msg.seat == self.seat or self.mode == "custody" or self.defender is None:
+            return
+        shot = Shot(msg.n, msg.seat, cells, msg.radar)
+        verdict = self.defender.answer(shot)
+        if self.tamper is not None:
+            verdict = self.tamper(shot, verdict)
+        await self._send_unacked(m.Answer(self.id, msg.game, verdict.to_dict()))
+
+    def _on_verdict(self, msg: m.VerdictMsg) -> None:
+        assert self.rules is not None
+        if msg.seat != self.seat:
+            self._ack(m.Answer)  # the verdict relayed is ours: our answer arrived
+        else:
+            self._moves_sent.clear()  # our move applied: nothing of this turn to send again
+        cells = _cells(msg.cells, self.rules)
+        try:
+            v = Verdict.from_dict(msg.verdict)
+        except ProtocolError as e:
+            self._emit(LieDetected(self.game_no, 1 - msg.seat, f"malformed verdict: {e}"))
+            return
+        g = self.mirror
+        crossed: tuple[Cell, ...] = ()
+        if g is not None:
+            before = set(g.boards[1 - msg.seat].crossed)
+            self._mirror_apply(lambda: g.answer(1 - msg.seat, v), 1 - msg.seat)
+            if self.mirror is not None:
+                cols = self.rules.cols
+                crossed = tuple(
+                    Cell(*divmod(i, cols)) for i in sorted(g.boards[1 - msg.seat].crossed - before)
+                )
+        if msg.seat == self.seat:
+            self._emit(ShotResult(msg.game, msg.n, cells, msg.radar, v, crossed))
+        else:
+            self._emit(IncomingShot(msg.game, msg.n, cells, msg.radar, v))
+        self._maybe_turn(msg.next)
+
+    def _on_revealed(self, msg: m.Revealed) -> None:
+        if msg.seat == self.seat:
+            self._ack(m.RevealMsg)
+        g = self.mirror
+        if g is not None and g.phase is Phase.REVEAL:
+            try:
+                reveal = Reveal.from_dict(msg.reveal)
+            except ProtocolError as e:
+                self._emit(LieDetected(self.game_no, msg.seat, f"bad reveal: {e}"))
+            else:
+                self._mirror_apply(lambda: g.reveal(msg.seat, reveal), None)
+                fault = g.faults[msg.seat]
+                if fault is not None and msg.seat != self.seat:
+                    self._emit(LieDetected(self.game_no, msg.seat, fault[1]))
+        self._emit(Info(msg))
