@@ -114,7 +114,7 @@ def rules(name: str | None, as_json: bool) -> None:
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=7010, show_default=True, type=int)
 @click.option(
-    "--db", default="seabattle.db", show_default=True, help="SQLite path or postgres URL."
+    "--db", default="seabattle.db", show_default=True, help="SQLite database file (WAL mode)."
 )
 @click.option(
     "--key", default="server.key", show_default=True, help="Identity key file (created if missing)."
@@ -122,7 +122,32 @@ def rules(name: str | None, as_json: bool) -> None:
 @click.option("--no-guests", is_flag=True, help="Refuse unregistered keys.")
 @click.option("--tls-cert", default=None, type=click.Path(dir_okay=False))
 @click.option("--tls-key", default=None, type=click.Path(dir_okay=False))
-@click.option("--json-status", is_flag=True, help="Print listener addresses as JSON.")
+@click.option(
+    "--json",
+    "--json-status",
+    "json_status",
+    is_flag=True,
+    help="Status as JSON lines on stdout: one when listening, one with totals on shutdown.",
+)
+@click.option(
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="Log lines on stderr: text, or one JSON object per line.",
+)
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help="Serve Prometheus metrics at /metrics on this port (0: any free port, printed).",
+)
+@click.option(
+    "--metrics-host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address the metrics endpoint binds.",
+)
 def serve(
     host: str,
     port: int,
@@ -132,6 +157,9 @@ def serve(
     tls_cert: str | None,
     tls_key: str | None,
     json_status: bool,
+    log_format: str,
+    metrics_port: int | None,
+    metrics_host: str,
 ) -> None:
     """Run a referee server."""
     try:
@@ -147,6 +175,9 @@ def serve(
         tls_cert=tls_cert,
         tls_key=tls_key,
         json_status=json_status,
+        log_format=log_format,
+        metrics_port=metrics_port,
+        metrics_host=metrics_host,
     )
 
 

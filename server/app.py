@@ -9,10 +9,16 @@ signal handler before it prints the address, so a signal sent as soon as the add
 shuts down gracefully (exit 0). If ``serve`` is cancelled from outside, the goodbyes are still
 sent (shielded, briefly) before it unwinds. Past ``max_clients`` connections, a new one is told
 ``bye{reason: "busy"}`` and closed.
+
+Operations. ``serve(metrics=(host, port))`` also answers ``GET /metrics`` there (Prometheus text;
+:mod:`.metrics`); the counters are kept whether or not anyone scrapes them, in the
+:class:`~.metrics.Metrics` passed as ``stats`` (or a private one), and :func:`main` prints their
+totals on shutdown under ``--json``. :func:`main` logs as text or as JSON lines (:mod:`.logs`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -26,6 +32,8 @@ import trio
 from .config import Limits
 from .keys import load_or_create_key
 from .lobby import Lobby
+from .logs import configure_logging
+from .metrics import Metrics, serve_metrics
 from .session import Client, Identity
 from .store import Store
 
@@ -56,24 +64,30 @@ async def serve(
     tls: ssl.SSLContext | None = None,
     limits: Limits | None = None,
     shutdown: trio.Event | None = None,
+    metrics: tuple[str, int] | None = None,
+    stats: Metrics | None = None,
 ) -> None:
     """Run the seabattle server on ``host:port`` until ``shutdown`` is set or it is cancelled.
 
     Reports ``(host, port)`` of the first listener through ``task_status``. ``db_path`` is the
     SQLite database (``":memory:"`` for tests); ``key_path`` the server's Ed25519 key, created on
     first run. ``guests`` admits any key; otherwise only keys the store already knows.
+    ``metrics`` is where to answer ``GET /metrics`` (port 0: any; the bound address is in
+    ``stats.address`` before the server reports its own); ``stats`` the counters to keep.
     """
     limits = limits or Limits()
+    stats = stats if stats is not None else Metrics()
     key = load_or_create_key(key_path)
     public = key.public_key().public_bytes_raw()
     clients: set[Client] = set()
     async with (
-        Store.open(db_path) as store,
+        Store.open(db_path, on_call=stats.store_call) as store,
         trio.open_nursery() as outer,
         trio.open_nursery() as matches,
     ):
-        lobby = Lobby(store, key, matches, limits)
-        ident = Identity(key, public, store, lobby, limits, guests, {}, {})
+        lobby = Lobby(store, key, matches, limits, stats)
+        ident = Identity(key, public, store, lobby, limits, guests, {}, {}, stats)
+        stats.gauges = lambda: lobby.gauges(len(clients))
         listeners: list[trio.abc.Listener[Any]] = list(
             await trio.open_tcp_listeners(port, host=host)
         )
@@ -83,7 +97,9 @@ async def serve(
         async def handle(stream: trio.abc.Stream) -> None:
             """Serve one accepted connection."""
             client = Client(ident, stream, _peer_name(stream))
+            stats.connections_total += 1
             if len(clients) >= limits.max_clients:
+                stats.connections_busy += 1
                 # Each connection costs three tasks and buffers: past the bound, say why and go.
                 with trio.move_on_after(1):
                     await client.goodbye("busy")
@@ -106,6 +122,10 @@ async def serve(
         matches.start_soon(accept)
         sock = _first_socket(listeners)
         addr = sock.getsockname()[:2]
+        if metrics is not None:
+            # In the outer nursery: scrapes go on answering while matches drain on shutdown.
+            mhost, mport = await outer.start(serve_metrics, stats, metrics[0], metrics[1])
+            _log.info("metrics on http://%s:%d/metrics", mhost, mport)
         _log.info("listening on %s:%d (guests %s)", addr[0], addr[1], guests)
         task_status.started((addr[0], addr[1]))
         try:
@@ -153,22 +173,31 @@ def main(
     tls_cert: str | None = None,
     tls_key: str | None = None,
     json_status: bool = False,
+    log_format: str = "text",
+    metrics_port: int | None = None,
+    metrics_host: str = "127.0.0.1",
 ) -> None:
-    """Run the server until SIGINT/SIGTERM (``seabattle serve``); prints where it listens."""
-    logging.basicConfig(
-        level=logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-        stream=sys.stderr,
-    )
+    """Run the server until SIGINT/SIGTERM (``seabattle serve``); prints where it listens.
+
+    ``json_status``: print one JSON object per line on stdout, ``{"event": "listening", ...}``
+    once serving and ``{"event": "stopped", ...}`` with the totals on the way out. ``log_format``
+    is ``text`` or ``json`` (stderr). ``metrics_port`` (0: any free port) serves ``GET /metrics``
+    on ``metrics_host``, loopback unless asked otherwise.
+    """
+    configure_logging(log_format)
     tls: ssl.SSLContext | None = None
     if tls_cert or tls_key:
         if not (tls_cert and tls_key):
             raise SystemExit("TLS needs both a certificate and a key")
         tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         tls.load_cert_chain(tls_cert, tls_key)
+    stats = Metrics()
+    metrics = (metrics_host, metrics_port) if metrics_port is not None else None
+    started = False
 
     async def run() -> None:
         """Serve until a signal asks for the graceful shutdown (a second one: at once)."""
+        nonlocal started
         shutdown = trio.Event()
         # The handler goes in before anything is printed: whoever reads the address may signal
         # at once, and that must be a graceful shutdown, not a KeyboardInterrupt.
@@ -193,20 +222,71 @@ def main(
                         guests=guests,
                         tls=tls,
                         shutdown=shutdown,
+                        metrics=metrics,
+                        stats=stats,
                         task_status=task_status,
                     )
                     nursery.cancel_scope.cancel()  # the server is done: stop watching
 
                 nursery.start_soon(watch)
                 addr = await nursery.start(run_server)
+                started = True
                 if json_status:
-                    print(json.dumps({"listening": f"{addr[0]}:{addr[1]}", "tls": tls is not None}))
+                    _status(_listening(addr, db, key, tls is not None, stats.address))
                 else:
                     print(f"seabattle server listening on {addr[0]}:{addr[1]}")
+                    if stats.address is not None:
+                        print(f"metrics on http://{stats.address[0]}:{stats.address[1]}/metrics")
                 sys.stdout.flush()
 
     try:
         trio.run(run)
-    except OSError as e:
-        # Most often the port is taken: one line, not a traceback.
-        raise SystemExit(f"seabattle server: {e}") from None
+    except (OSError, ExceptionGroup) as e:
+        # Most often a port is taken: one line, not a traceback. It comes out of the nurseries
+        # wrapped in exception groups, which are unwrapped when nothing else is in them.
+        err = _only_os_error(e)
+        if err is None:
+            raise
+        raise SystemExit(f"seabattle server: {err}") from None
+    if json_status and started:
+        _status({"event": "stopped", **stats.totals()})
+
+
+def _only_os_error(e: BaseException) -> OSError | None:
+    """The one ``OSError`` that ``e`` is or holds (through exception groups), or ``None``."""
+    while isinstance(e, BaseExceptionGroup) and len(e.exceptions) == 1:
+        e = e.exceptions[0]
+    return e if isinstance(e, OSError) else None
+
+
+def _listening(
+    addr: tuple[str, int], db: str, key: str, tls: bool, metrics: tuple[str, int] | None
+) -> dict[str, Any]:
+    """The ``--json`` start line. ``listening`` (``host:port``) is kept for older readers."""
+    public = load_or_create_key(key).public_key().public_bytes_raw()
+    return {
+        "event": "listening",
+        "host": addr[0],
+        "port": addr[1],
+        "listening": f"{addr[0]}:{addr[1]}",
+        "tls": tls,
+        "metrics_host": metrics[0] if metrics else None,
+        "metrics_port": metrics[1] if metrics else None,
+        "db": _redact(db),
+        # The key as clients see it (welcome.server, record.referee), and a digest to compare.
+        "server_key": public.hex(),
+        "key_fingerprint": "sha256:" + hashlib.sha256(public).hexdigest(),
+    }
+
+
+def _redact(db: str) -> str:
+    """``db`` without a password, should it be a URL with one (``postgresql://u:pw@h/d``)."""
+    scheme, sep, rest = db.partition("://")
+    userinfo, at, hostpart = rest.rpartition("@")
+    if not sep or not at or ":" not in userinfo:
+        return db
+    return f"{scheme}://{userinfo.split(':', 1)[0]}:***@{hostpart}"
+
+
+def _status(event: dict[str, Any]) -> None:
+    print(json.dumps(event, separators=(",", ":")), flush=True)

@@ -16,7 +16,7 @@ import trio
 from seabattle.protocol import messages as m
 from seabattle.protocol.session import MAX_C2S_FRAME, MAX_S2C_FRAME
 
-__all__ = ["ContextLog", "Limits", "Peer", "TokenBucket"]
+__all__ = ["ContextLog", "Limits", "Peer", "TokenBucket", "peer_context"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,14 +63,44 @@ class Peer(Protocol):
 
 
 class ContextLog(logging.LoggerAdapter):  # type: ignore[type-arg]
-    """A logger that prefixes every line with its context (peer, match), e.g. ``[match=ab12]``."""
+    """A logger that carries its context (peer, player, match, seat) on every record it makes.
+
+    Each record gets the context as ``record.ctx`` (a dict: what the JSON log format writes as
+    fields) and a ``[match=ab12cd34 peer=...]`` prefix on its message, so plain-text handlers
+    that know nothing of ``ctx`` still show it. A call may add to the context:
+    ``log.info("...", extra={"seat": 1})``.
+    """
 
     def process(
         self, msg: Any, kwargs: MutableMapping[str, Any]
     ) -> tuple[Any, MutableMapping[str, Any]]:
-        """Prefix ``msg`` with the adapter's context."""
-        ctx = " ".join(f"{k}={v}" for k, v in (self.extra or {}).items())
-        return f"[{ctx}] {msg}", kwargs
+        """Attach the context to the record and prefix ``msg`` with it."""
+        ctx = dict(self.extra or {})
+        ctx.update(kwargs.get("extra") or {})
+        kwargs["extra"] = {"ctx": ctx, "bare_msg": msg}
+        prefix = " ".join(f"{k}={_short(k, v)}" for k, v in ctx.items())
+        return f"[{prefix}] {msg}", kwargs
+
+
+def peer_context(peer: Peer, **more: Any) -> dict[str, Any]:
+    """Log context for ``peer``: its player and, for a real connection, its address."""
+    ctx: dict[str, Any] = {"player": peer.player, **more}
+    # Not part of Peer: a log line must never be what breaks a match with some other peer.
+    addr = getattr(peer, "addr", None)
+    if addr is not None:
+        ctx["peer"] = addr
+    return ctx
+
+
+def _short(key: str, value: Any) -> Any:
+    # Full ids go to structured logs, where they are searched for; a text line keeps a prefix,
+    # which is enough to tell matches and players apart by eye.
+    if isinstance(value, str):
+        if key == "match":
+            return value[:8]
+        if key == "player":
+            return value[:12]
+    return value
 
 
 class TokenBucket:

@@ -34,7 +34,8 @@ from seabattle.protocol.canonical import canonical_pack
 from seabattle.protocol.errors import ErrorCode, Refused, RemoteProtocolError
 from seabattle.protocol.rules import BadRules, RuleSet, rules_from_dict
 
-from .config import Limits, Peer, TokenBucket
+from .config import ContextLog, Limits, Peer, TokenBucket, peer_context
+from .metrics import Gauges, Metrics
 from .records import add_cosign, add_cosign_stored, conclude
 from .referee import GAME_MESSAGES, MODES, Referee, Seat
 from .store import Store
@@ -110,8 +111,10 @@ class Lobby:
         key: Ed25519PrivateKey,
         nursery: trio.Nursery,
         limits: Limits,
+        metrics: Metrics | None = None,
     ) -> None:
         self.store = store
+        self.metrics = metrics if metrics is not None else Metrics()
         self.key = key
         self.nursery = nursery
         self.limits = limits
@@ -244,7 +247,12 @@ class Lobby:
         )
         self.open[mid] = OpenMatch(mid, rules, msg.mode, msg.public, peer, invite)
         self.invites[invite] = mid
-        _log.info("[match=%s] created by %s", mid.hex()[:8], peer.player[:12])
+        _match_log(mid).info(
+            "created by %s (%s)",
+            peer.player[:12],
+            msg.mode,
+            extra=peer_context(peer),
+        )
         return {"match": mid, "invite": invite}
 
     async def _list(self, peer: Peer, msg: m.ListMatches) -> dict[str, Any]:
@@ -412,7 +420,7 @@ class Lobby:
         try:
             await self.store.abort_match(match_hex, _now())
         except Exception:
-            _log.exception("[match=%s] abort failed", match_hex[:8])
+            ContextLog(_log, {"match": match_hex}).exception("abort failed")
 
     def _start(
         self, mid: bytes, rules: RuleSet, mode: str, public: bool, peers: list[Peer]
@@ -424,9 +432,22 @@ class Lobby:
                 # period runs instead of the match waiting on a connection that is gone.
                 seat.peer, seat.gone_at = None, trio.current_time()
         ref = Referee(
-            match_id=mid, rules=rules, mode=mode, seats=seats, public=public, finish=self._conclude
+            match_id=mid,
+            rules=rules,
+            mode=mode,
+            seats=seats,
+            public=public,
+            finish=self._conclude,
+            metrics=self.metrics,
         )
         self.running[mid] = ref
+        self.metrics.matches_started[mode] = self.metrics.matches_started.get(mode, 0) + 1
+        ref.log.info(
+            "started (%s): %s v %s",
+            mode,
+            seats[0].player[:12],
+            seats[1].player[:12],
+        )
         self.nursery.start_soon(self._run, ref)
 
     async def _conclude(self, ref: Referee) -> None:
@@ -437,13 +458,25 @@ class Lobby:
             await ref.run()
         finally:
             self.running.pop(ref.match_id, None)
+            ended = self.metrics.matches_finished
             if ref.signed is None:
+                ended = self.metrics.matches_aborted
                 with trio.CancelScope(shield=True), trio.move_on_after(5):
                     await self._abort_quietly(ref.hex)
+            ended[ref.mode] = ended.get(ref.mode, 0) + 1
             self.finished[ref.match_id] = ref
             while len(self.finished) > self.limits.finished_kept:
                 old, _ = self.finished.popitem(last=False)
                 self.rematch_offers.pop(old, None)
+
+    def gauges(self, connections: int) -> Gauges:
+        """What the lobby holds right now, for the metrics endpoint (read at scrape time)."""
+        running: dict[str, int] = {}
+        spectators = 0
+        for ref in self.running.values():
+            running[ref.mode] = running.get(ref.mode, 0) + 1
+            spectators += len(ref.spectators)
+        return Gauges(connections, running, spectators, len(self.open), len(self.quick_queue))
 
     def errors_ref(self, msg: m.Message) -> int | None:
         """The ``ref`` an error about ``msg`` cites: its request id, or its shot's ``seq``."""
@@ -456,3 +489,7 @@ class Lobby:
 
 def _now() -> int:
     return int(time.time())
+
+
+def _match_log(mid: bytes) -> ContextLog:
+    return ContextLog(_log, {"match": mid.hex()})

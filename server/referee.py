@@ -33,8 +33,9 @@ from seabattle.protocol.match import Match
 from seabattle.protocol.rules import RuleSet
 from seabattle.protocol.verdict import Defender, Verdict
 
-from .config import ContextLog, Peer
+from .config import ContextLog, Peer, peer_context
 from .events import event_message
+from .metrics import Metrics
 
 __all__ = ["MODES", "Referee", "Seat"]
 
@@ -72,6 +73,7 @@ class Referee:
         seats: list[Seat],
         public: bool,
         finish: Callable[[Referee], Awaitable[None]],
+        metrics: Metrics | None = None,
     ) -> None:
         self.match_id = match_id
         self.hex = match_id.hex()
@@ -93,7 +95,9 @@ class Referee:
         self.head = b""
         self.signed: dict[str, Any] | None = None
         self.cosigned: set[int] = set()
-        self.log = ContextLog(_log, {"match": self.hex[:8]})
+        self.metrics = metrics if metrics is not None else Metrics()
+        self._shot_at: float | None = None  #: trio time the pending blind-mode shot was called
+        self.log = ContextLog(_log, {"match": self.hex})
 
     # -- who is who -------------------------------------------------------------------------------
 
@@ -166,7 +170,12 @@ class Referee:
         other = self.seats[1 - seat].peer
         if other is not None:
             other.send(m.OpponentStatus(self.match_id, seat, True, 0))
-        self.log.info("seat %d attached (%s)", seat, peer.player[:12])
+        self.log.info(
+            "seat %d attached (%s)",
+            seat,
+            peer.player[:12],
+            extra=peer_context(peer, seat=seat),
+        )
         self._wake.set()
 
     def detach(self, peer: Peer) -> None:
@@ -182,7 +191,12 @@ class Referee:
             other = self.seats[1 - seat].peer
             if other is not None:
                 other.send(m.OpponentStatus(self.match_id, seat, False, grace))
-            self.log.info("seat %d disconnected; %ds grace", seat, grace)
+            self.log.info(
+                "seat %d disconnected; %ds grace",
+                seat,
+                grace,
+                extra=peer_context(peer, seat=seat),
+            )
         self._wake.set()
 
     def watch(self, peer: Peer) -> None:
@@ -293,6 +307,16 @@ class Referee:
     def _announce(self, ev: Event) -> None:
         g = self.game
         assert g is not None
+        kind = ev.kind
+        if kind == "shot":
+            self.metrics.shots += 1
+            if self.mode == "blind":
+                self._shot_at = trio.current_time()
+        elif self._shot_at is not None and kind in ("verdict", "shot_lost", "over"):
+            # Only a verdict is an answer; a lost shot or the game's end leaves nothing to time.
+            if kind == "verdict":
+                self.metrics.shot_latency.observe(trio.current_time() - self._shot_at)
+            self._shot_at = None
         if ev.kind == "over" and ev.outcome is not None:
             self.log.info("game %d over: %s", g.number, ev.outcome.to_dict())
         msg = event_message(g, self.match_id, ev)
@@ -366,8 +390,11 @@ class Referee:
         try:
             for i in (0, 1):
                 peer = self.seats[i].peer
+                ctx = {"seat": i, "player": self.seats[i].player}
                 if peer is not None:
                     peer.send(self.start_message(i))
+                    ctx = peer_context(peer, seat=i)
+                self.log.info("seat %d: %s", i, self.seats[i].player[:12], extra=ctx)
             while not self.match.over:
                 first = secrets.randbelow(2) if self.match.needs_lot() else None
                 g = self.match.new_game(first)

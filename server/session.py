@@ -22,7 +22,7 @@ import contextlib
 import logging
 import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -33,6 +33,7 @@ from seabattle.protocol.session import Connection, Role, State, check_auth
 
 from .config import ContextLog, Limits, TokenBucket
 from .lobby import Lobby
+from .metrics import Metrics
 from .store import Store
 
 __all__ = ["Client", "Identity", "TokenBucket"]
@@ -52,6 +53,7 @@ class Identity:
     guests: bool
     tokens: dict[bytes, str]  #: resume token -> player id
     player_tokens: dict[str, bytes]  #: player id -> its resume token
+    metrics: Metrics = field(default_factory=Metrics)
 
 
 class Client:
@@ -62,6 +64,7 @@ class Client:
         self.stream = stream
         self.addr = peer
         self.limits = ident.limits
+        self.metrics = ident.metrics
         self.conn = Connection(
             Role.SERVER, max_recv=self.limits.max_recv, max_send=self.limits.max_send
         )
@@ -96,6 +99,8 @@ class Client:
         """Queue ``msg``; a peer whose queue is full is dropped rather than waited for."""
         if self._closing:
             return
+        if isinstance(msg, m.Error):
+            self.metrics.refused(msg.code)
         try:
             if self.conn.state is State.CLOSED and isinstance(msg, m.Error):
                 # After a framing error the session refuses to send, but the peer is still owed
@@ -150,7 +155,10 @@ class Client:
         with contextlib.suppress(
             trio.BusyResourceError, trio.BrokenResourceError, trio.ClosedResourceError
         ):
-            await self.stream.send_all(self.conn.send(m.Bye(reason)))
+            frame = self.conn.send(m.Bye(reason))
+            await self.stream.send_all(frame)
+            self.metrics.messages_out += 1
+            self.metrics.bytes_out += len(frame)
 
     def kill(self) -> None:
         """Close at once, without draining."""
@@ -194,11 +202,14 @@ class Client:
             self.log.info("closed")
 
     async def _writer(self) -> None:
+        metrics = self.metrics
         with self._writer_scope:
             try:
                 async for frame in self._out_recv:
                     await self.stream.send_all(frame)
                     self._queued -= len(frame)
+                    metrics.messages_out += 1
+                    metrics.bytes_out += len(frame)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 self.kill()
             except Exception:
@@ -240,6 +251,7 @@ class Client:
                     self.conn.receive_eof()
                 return
             self.last_rx = trio.current_time()
+            self.metrics.bytes_in += len(data)
             try:
                 items = self.conn.receive_data(bytes(data))
             except ProtocolError as e:
@@ -247,6 +259,7 @@ class Client:
                 self.error(e.code, e.detail)
                 self.close("framing error")
                 return
+            self.metrics.messages_in += len(items)
             for item in items:
                 if isinstance(item, ProtocolError):
                     if self.bucket.take():
@@ -278,7 +291,8 @@ class Client:
             elif isinstance(msg, m.Bye):
                 self.close("bye")
             elif isinstance(msg, m.Error):
-                self.log.info("peer reports error %d: %s", msg.code, msg.msg)
+                # %r: the text is the peer's, and must not forge lines in a text log.
+                self.log.info("peer reports error %d: %r", msg.code, msg.msg)
             elif lobby.is_request(msg):
                 await lobby.request(self, msg)
             elif isinstance(msg, m.Coin):
@@ -288,7 +302,9 @@ class Client:
         except ProtocolError as e:
             self.error(e.code, e.detail, ref)
         except Exception:
-            self.log.exception("handling %s failed", msg.TAG)
+            mid = getattr(msg, "match", None)
+            ctx = {"match": mid.hex()} if isinstance(mid, bytes) else {}
+            self.log.exception("handling %s failed", msg.TAG, extra=ctx)
             self.error(ErrorCode.INTERNAL_ERROR, f"the server failed to handle {msg.TAG}", ref)
 
     def _hello(self) -> None:
@@ -312,7 +328,7 @@ class Client:
             self.conn.fail_handshake()
             raise
         self.player, self.name = player, msg.name[:64]
-        self.log = ContextLog(_log, {"peer": self.addr, "player": player[:12]})
+        self.log = ContextLog(_log, {"peer": self.addr, "player": player})
         await ident.store.upsert_player(player, self.name, int(time.time()))
         token = ident.player_tokens.get(player)
         if token is None:

@@ -9,8 +9,9 @@ connection between threads safe, and it also means each method is atomic with re
 others: a transaction never interleaves with another task's statements. A task cancelled while
 its statement runs waits for the thread to finish, so a transaction is never cut in half.
 
-The store never reads the clock: every timestamp (integer unix seconds) comes from the caller, so
-tests and replays are deterministic.
+The store never reads the clock for what it stores: every timestamp (integer unix seconds) comes
+from the caller, so tests and replays are deterministic. It only times its own calls, for the
+``on_call`` hook the server's metrics use.
 
 Signed records are written once and never change (`Store.put_record`); the signatures added later
 (players co-signing the referee's record) go to ``record_sigs``, one row per role, each checked
@@ -18,11 +19,9 @@ against the stored record's head before it is kept (`Store.add_signature`). `Sto
 returns the stored signed record with every added signature appended, so the signed body stays
 byte-for-byte what was first stored while its signatures grow.
 
-The SQL is written once for SQLite and PostgreSQL. What differs between the two is held in one
-`Dialect` value (placeholders, the auto-numbered key, the binary type, how a write transaction
-starts and locks rows); migrations are templates filled in from it. Only the SQLite backend is
-wired up today. The schema version lives in ``schema_version``; `MIGRATIONS` are applied in order
-when the store opens, each in its own transaction, and a database newer than this code is refused.
+The SQL is written once for SQLite and PostgreSQL; what differs between the two (`Dialect`), the
+migrations and their runner are in ``schema``, and run when the store opens. Only the SQLite
+backend is wired up today.
 """
 
 from __future__ import annotations
@@ -32,18 +31,30 @@ import math
 import os
 import re
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, cast, get_args
 
 import trio
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from seabattle.protocol.errors import ProtocolError
-from seabattle.protocol.record import ROLES, dump_record, load_record, record_head
+from seabattle.protocol.record import ROLES, dump_record, load_record
 
 from .ladder import Rating, update
+from .schema import (
+    COSIGNED_SLOTS,
+    MIGRATIONS,
+    POSTGRES,
+    SQLITE,
+    BadSignature,
+    Conflict,
+    Dialect,
+    NotFound,
+    StoreError,
+    check_signature,
+    migrate,
+)
 
 __all__ = [
     "COSIGNED_SLOTS",
@@ -71,227 +82,8 @@ RatingChange = tuple[Rating, Rating]
 
 _T = TypeVar("_T")
 
-COSIGNED_SLOTS = 1 << 20
-"""Game numbers from here on held co-signed copies of a match record before schema version 2
-(a workaround for write-once records); migration 2 moves their signatures to ``record_sigs``."""
-
 _MATCH_ID = re.compile(r"[0-9a-f]{32}")
 _PLAYER_KEY = re.compile(r"[0-9a-f]{64}")
-
-
-class StoreError(Exception):
-    """Base class of the errors the store raises on purpose."""
-
-
-class NotFound(StoreError, LookupError):
-    """A player or match that the operation needs does not exist."""
-
-
-class Conflict(StoreError):
-    """The operation contradicts what is already stored (a different record, result or state)."""
-
-
-class BadSignature(StoreError, ValueError):
-    """A signature that is not by the key the record names for its role, or does not verify."""
-
-
-@dataclass(frozen=True)
-class Dialect:
-    """Everything in the SQL that differs between database engines, in one place.
-
-    Queries are written with ``?`` placeholders and passed through `sql`; DDL templates use
-    ``{serial_pk}`` and ``{blob}``, filled in by `ddl`.
-    """
-
-    name: str
-    paramstyle: Literal["qmark", "format"]
-    serial_pk: str
-    blob: str
-    begin_write: str
-    lock_rows: str
-
-    def sql(self, query: str) -> str:
-        """Return ``query`` (written with ``?`` placeholders) in this dialect's paramstyle."""
-        if self.paramstyle == "qmark":
-            return query
-        # With the format paramstyle a literal % must be doubled; no query here contains a ?
-        # other than a placeholder, so a plain replacement is safe.
-        return query.replace("%", "%%").replace("?", "%s")
-
-    def ddl(self, template: str) -> str:
-        """Return a DDL template with this dialect's column types filled in."""
-        return template.format(serial_pk=self.serial_pk, blob=self.blob)
-
-
-SQLITE = Dialect(
-    name="sqlite",
-    paramstyle="qmark",
-    serial_pk="INTEGER PRIMARY KEY AUTOINCREMENT",
-    blob="BLOB",
-    # IMMEDIATE takes the write lock at once, so two writers cannot both read and then
-    # deadlock upgrading to write (another process may share the file).
-    begin_write="BEGIN IMMEDIATE",
-    lock_rows="",
-)
-"""The embedded default backend."""
-
-POSTGRES = Dialect(
-    name="postgresql",
-    paramstyle="format",
-    serial_pk="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
-    blob="BYTEA",
-    begin_write="BEGIN",
-    # Under READ COMMITTED two nodes rating the same player at once would lose an update
-    # unless the player rows are locked before they are read.
-    lock_rows=" FOR UPDATE",
-)
-"""The shared backend for several server nodes (SQL ready, connection not yet wired up)."""
-
-
-MigrationStep = str | Callable[[sqlite3.Connection, Dialect], None]
-"""A DDL template, or a function that moves data (run inside the migration's transaction)."""
-
-
-def _signer(signed: Any, role: str, key: bytes, sig: bytes) -> None:
-    """Raise `BadSignature` unless ``sig`` by ``key`` signs ``signed``'s record in ``role``."""
-    if role not in ROLES:
-        raise BadSignature(f"role {role!r}: one of {', '.join(ROLES)}")
-    try:
-        rec = signed["record"]
-        named = rec["referee"] if role == "referee" else rec["players"][int(role[-1])]
-        head = record_head(rec)
-    except (KeyError, IndexError, TypeError, ValueError) as e:
-        raise BadSignature(f"the stored record cannot be signed: {e}") from None
-    if not isinstance(named, bytes) or named != key:
-        raise BadSignature(f"the record names another key for {role}")
-    try:
-        Ed25519PublicKey.from_public_bytes(key).verify(sig, head)
-    except (InvalidSignature, ValueError):
-        raise BadSignature(f"the {role} signature does not verify") from None
-
-
-def _move_cosigned_copies(conn: sqlite3.Connection, dialect: Dialect) -> None:
-    """Migration 2: turn the co-signed copies kept in slots past `COSIGNED_SLOTS` into rows of
-    ``record_sigs`` on the match record (game 0), then drop the copies.
-
-    A copy whose record differs from the stored one, or whose extra signature does not verify,
-    is left where it was: it was never returned as the record, and deleting it would lose data.
-    """
-    copies = conn.execute(
-        dialect.sql("SELECT match_id, game, record, created FROM records WHERE game >= ?"),
-        (COSIGNED_SLOTS,),
-    ).fetchall()
-    for match_id, game, data, created in copies:
-        base = conn.execute(
-            dialect.sql("SELECT record FROM records WHERE match_id = ? AND game = 0"), (match_id,)
-        ).fetchone()
-        if base is None:
-            continue
-        try:
-            copy, stored = load_record(bytes(data)), load_record(bytes(base[0]))
-            if record_head(copy["record"]) != record_head(stored["record"]):
-                continue
-            have = {s["role"] for s in stored["sigs"]}
-            extra = [s for s in copy["sigs"] if s["role"] not in have]
-            for s in extra:
-                _signer(stored, s["role"], s["key"], s["sig"])
-        except (ProtocolError, BadSignature, KeyError, TypeError, ValueError):
-            continue
-        for s in extra:
-            conn.execute(
-                dialect.sql(
-                    "INSERT INTO record_sigs (match_id, game, role, key, sig, created)"
-                    " VALUES (?, 0, ?, ?, ?, ?) ON CONFLICT (match_id, game, role) DO NOTHING"
-                ),
-                (match_id, s["role"], s["key"], s["sig"], created),
-            )
-        conn.execute(
-            dialect.sql("DELETE FROM records WHERE match_id = ? AND game = ?"), (match_id, game)
-        )
-
-
-MIGRATIONS: Sequence[tuple[int, Sequence[MigrationStep]]] = (
-    (
-        1,
-        (
-            """CREATE TABLE players (
-                id TEXT PRIMARY KEY,
-                name TEXT NOT NULL,
-                created BIGINT NOT NULL,
-                rating DOUBLE PRECISION NOT NULL,
-                rd DOUBLE PRECISION NOT NULL,
-                vol DOUBLE PRECISION NOT NULL,
-                games INTEGER NOT NULL DEFAULT 0,
-                wins INTEGER NOT NULL DEFAULT 0,
-                losses INTEGER NOT NULL DEFAULT 0,
-                draws INTEGER NOT NULL DEFAULT 0
-            )""",
-            "CREATE INDEX players_by_rating ON players (rating DESC, id)",
-            """CREATE TABLE matches (
-                id TEXT PRIMARY KEY,
-                rules {blob} NOT NULL,
-                mode TEXT NOT NULL,
-                seat0 TEXT NOT NULL REFERENCES players (id),
-                seat1 TEXT REFERENCES players (id),
-                status TEXT NOT NULL
-                    CHECK (status IN ('open', 'playing', 'finished', 'aborted')),
-                result TEXT,
-                created BIGINT NOT NULL,
-                finished BIGINT
-            )""",
-            "CREATE INDEX matches_by_status ON matches (status, created)",
-            "CREATE INDEX matches_by_seat0 ON matches (seat0)",
-            "CREATE INDEX matches_by_seat1 ON matches (seat1)",
-            """CREATE TABLE records (
-                match_id TEXT NOT NULL REFERENCES matches (id),
-                game INTEGER NOT NULL CHECK (game >= 0),
-                record {blob} NOT NULL,
-                signature {blob} NOT NULL,
-                created BIGINT NOT NULL,
-                PRIMARY KEY (match_id, game)
-            )""",
-            """CREATE TABLE rating_history (
-                id {serial_pk},
-                match_id TEXT NOT NULL UNIQUE REFERENCES matches (id),
-                a_id TEXT NOT NULL REFERENCES players (id),
-                b_id TEXT NOT NULL REFERENCES players (id),
-                score_a DOUBLE PRECISION NOT NULL,
-                a_old_rating DOUBLE PRECISION NOT NULL,
-                a_old_rd DOUBLE PRECISION NOT NULL,
-                a_old_vol DOUBLE PRECISION NOT NULL,
-                a_new_rating DOUBLE PRECISION NOT NULL,
-                a_new_rd DOUBLE PRECISION NOT NULL,
-                a_new_vol DOUBLE PRECISION NOT NULL,
-                b_old_rating DOUBLE PRECISION NOT NULL,
-                b_old_rd DOUBLE PRECISION NOT NULL,
-                b_old_vol DOUBLE PRECISION NOT NULL,
-                b_new_rating DOUBLE PRECISION NOT NULL,
-                b_new_rd DOUBLE PRECISION NOT NULL,
-                b_new_vol DOUBLE PRECISION NOT NULL,
-                created BIGINT NOT NULL
-            )""",
-            "CREATE INDEX rating_history_by_a ON rating_history (a_id, id)",
-            "CREATE INDEX rating_history_by_b ON rating_history (b_id, id)",
-        ),
-    ),
-    (
-        2,
-        (
-            """CREATE TABLE record_sigs (
-                match_id TEXT NOT NULL,
-                game INTEGER NOT NULL,
-                role TEXT NOT NULL CHECK (role IN ('referee', 'seat0', 'seat1')),
-                key {blob} NOT NULL,
-                sig {blob} NOT NULL,
-                created BIGINT NOT NULL,
-                PRIMARY KEY (match_id, game, role),
-                FOREIGN KEY (match_id, game) REFERENCES records (match_id, game)
-            )""",
-            _move_cosigned_copies,
-        ),
-    ),
-)
-"""Schema migrations as (version, DDL templates), applied in order; append, never edit."""
 
 
 @dataclass(frozen=True)
@@ -386,6 +178,14 @@ def _check_player_id(player_id: str) -> None:
         )
 
 
+def _op_name(fn: Callable[..., Any]) -> str:
+    """``upsert_player`` for ``Store.upsert_player.<locals>.run``: every method's blocking body
+    is a local function of the method, so its qualified name names the method."""
+    parts = str(getattr(fn, "__qualname__", "?")).split(".")
+    # A shared private body (``_end_match``: finish and abort) is named without its underscore.
+    return (parts[1] if len(parts) > 2 and parts[0] == "Store" else parts[-1]).lstrip("_")
+
+
 def _connect_sqlite(path: str) -> sqlite3.Connection:
     # isolation_level=None: the store issues BEGIN/COMMIT itself, the module must not.
     conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
@@ -395,43 +195,11 @@ def _connect_sqlite(path: str) -> sqlite3.Connection:
         conn.execute("PRAGMA foreign_keys=ON")
         # Another process (a backup, an admin tool) may hold the lock for a moment.
         conn.execute("PRAGMA busy_timeout=5000")
-        _migrate(conn, SQLITE)
+        migrate(conn, SQLITE)
     except BaseException:
         conn.close()
         raise
     return conn
-
-
-def _migrate(conn: sqlite3.Connection, dialect: Dialect) -> None:
-    conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY)")
-    (current,) = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()
-    latest = MIGRATIONS[-1][0] if MIGRATIONS else 0
-    if current > latest:
-        raise StoreError(
-            f"database schema version {current} is newer than this server knows ({latest})"
-        )
-    for version, statements in MIGRATIONS:
-        if version <= current:
-            continue
-        conn.execute(dialect.begin_write)
-        try:
-            # Read again under the write lock: another process may have migrated meanwhile.
-            (current,) = conn.execute(
-                "SELECT COALESCE(MAX(version), 0) FROM schema_version"
-            ).fetchone()
-            if version <= current:
-                conn.execute("COMMIT")
-                continue
-            for step in statements:
-                if isinstance(step, str):
-                    conn.execute(dialect.ddl(step))
-                else:
-                    step(conn, dialect)
-            conn.execute(dialect.sql("INSERT INTO schema_version (version) VALUES (?)"), (version,))
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
 
 
 class Store:
@@ -442,24 +210,35 @@ class Store:
     """
 
     def __init__(
-        self, conn: sqlite3.Connection, dialect: Dialect, limiter: trio.CapacityLimiter
+        self,
+        conn: sqlite3.Connection,
+        dialect: Dialect,
+        limiter: trio.CapacityLimiter,
+        on_call: Callable[[str, float], None] | None = None,
     ) -> None:
         """Wrap an open, migrated connection; use `Store.open` rather than calling this."""
         self._conn = conn
         self._dialect = dialect
         self._limiter = limiter
         self._closed = False
+        self._on_call = on_call
 
     @classmethod
     @asynccontextmanager
-    async def open(cls, path: str | os.PathLike[str]) -> AsyncIterator[Store]:
+    async def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        on_call: Callable[[str, float], None] | None = None,
+    ) -> AsyncIterator[Store]:
         """Open (creating and migrating if needed) the SQLite database at ``path``.
 
-        ``":memory:"`` gives a private in-memory database, for tests.
+        ``":memory:"`` gives a private in-memory database, for tests. ``on_call(method,
+        seconds)``, if given, is told how long each call took, waiting for the thread included.
         """
         limiter = trio.CapacityLimiter(1)
         conn = await trio.to_thread.run_sync(_connect_sqlite, os.fspath(path), limiter=limiter)
-        store = cls(conn, SQLITE, limiter)
+        store = cls(conn, SQLITE, limiter, on_call)
         try:
             yield store
         finally:
@@ -471,7 +250,15 @@ class Store:
     async def _run(self, fn: Callable[..., _T], *args: Any) -> _T:
         if self._closed:
             raise trio.ClosedResourceError("the store is closed")
-        return await trio.to_thread.run_sync(fn, *args, limiter=self._limiter)
+        if self._on_call is None:
+            return await trio.to_thread.run_sync(fn, *args, limiter=self._limiter)
+        # Wall time, not trio's clock: the cost is in a thread, which a test's virtual clock
+        # does not see (and may jump across while it waits).
+        start = time.perf_counter()
+        try:
+            return await trio.to_thread.run_sync(fn, *args, limiter=self._limiter)
+        finally:
+            self._on_call(_op_name(fn), time.perf_counter() - start)
 
     # Blocking helpers; they only ever run inside _run, one at a time.
 
@@ -779,7 +566,7 @@ class Store:
                     if (bytes(old[0]), bytes(old[1])) == (key, sig):
                         return False
                     raise Conflict(f"the record already carries a {role} signature")
-                _signer(signed, role, key, sig)
+                check_signature(signed, role, key, sig)
                 self._exec(
                     cur,
                     "INSERT INTO record_sigs (match_id, game, role, key, sig, created)"

@@ -1,0 +1,290 @@
+"""The store's schema: the SQL dialects, the migrations and the runner that applies them.
+
+What differs between SQLite and PostgreSQL is held in one `Dialect` value (placeholders, the
+auto-numbered key, the binary type, how a write transaction starts and locks rows); migrations are
+DDL templates filled in from it, or functions that move data. The schema version lives in
+``schema_version``; `migrate` applies `MIGRATIONS` in order when the store opens, each in its own
+transaction, and refuses a database newer than this code.
+
+The store's errors live here too, because the runner and migration 2 raise them; ``store``
+re-exports them as part of its API.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from seabattle.protocol.errors import ProtocolError
+from seabattle.protocol.record import ROLES, load_record, record_head
+
+__all__ = [
+    "COSIGNED_SLOTS",
+    "MIGRATIONS",
+    "POSTGRES",
+    "SQLITE",
+    "BadSignature",
+    "Conflict",
+    "Dialect",
+    "MigrationStep",
+    "NotFound",
+    "StoreError",
+    "check_signature",
+    "migrate",
+]
+
+COSIGNED_SLOTS = 1 << 20
+"""Game numbers from here on held co-signed copies of a match record before schema version 2
+(a workaround for write-once records); migration 2 moves their signatures to ``record_sigs``."""
+
+
+class StoreError(Exception):
+    """Base class of the errors the store raises on purpose."""
+
+
+class NotFound(StoreError, LookupError):
+    """A player or match that the operation needs does not exist."""
+
+
+class Conflict(StoreError):
+    """The operation contradicts what is already stored (a different record, result or state)."""
+
+
+class BadSignature(StoreError, ValueError):
+    """A signature that is not by the key the record names for its role, or does not verify."""
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """Everything in the SQL that differs between database engines, in one place.
+
+    Queries are written with ``?`` placeholders and passed through `sql`; DDL templates use
+    ``{serial_pk}`` and ``{blob}``, filled in by `ddl`.
+    """
+
+    name: str
+    paramstyle: Literal["qmark", "format"]
+    serial_pk: str
+    blob: str
+    begin_write: str
+    lock_rows: str
+
+    def sql(self, query: str) -> str:
+        """Return ``query`` (written with ``?`` placeholders) in this dialect's paramstyle."""
+        if self.paramstyle == "qmark":
+            return query
+        # With the format paramstyle a literal % must be doubled; no query here contains a ?
+        # other than a placeholder, so a plain replacement is safe.
+        return query.replace("%", "%%").replace("?", "%s")
+
+    def ddl(self, template: str) -> str:
+        """Return a DDL template with this dialect's column types filled in."""
+        return template.format(serial_pk=self.serial_pk, blob=self.blob)
+
+
+SQLITE = Dialect(
+    name="sqlite",
+    paramstyle="qmark",
+    serial_pk="INTEGER PRIMARY KEY AUTOINCREMENT",
+    blob="BLOB",
+    # IMMEDIATE takes the write lock at once, so two writers cannot both read and then
+    # deadlock upgrading to write (another process may share the file).
+    begin_write="BEGIN IMMEDIATE",
+    lock_rows="",
+)
+"""The embedded default backend."""
+
+POSTGRES = Dialect(
+    name="postgresql",
+    paramstyle="format",
+    serial_pk="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+    blob="BYTEA",
+    begin_write="BEGIN",
+    # Under READ COMMITTED two nodes rating the same player at once would lose an update
+    # unless the player rows are locked before they are read.
+    lock_rows=" FOR UPDATE",
+)
+"""The shared backend for several server nodes (SQL ready, connection not yet wired up)."""
+
+
+MigrationStep = str | Callable[[sqlite3.Connection, Dialect], None]
+"""A DDL template, or a function that moves data (run inside the migration's transaction)."""
+
+
+def check_signature(signed: Any, role: str, key: bytes, sig: bytes) -> None:
+    """Raise `BadSignature` unless ``sig`` by ``key`` signs ``signed``'s record in ``role``."""
+    if role not in ROLES:
+        raise BadSignature(f"role {role!r}: one of {', '.join(ROLES)}")
+    try:
+        rec = signed["record"]
+        named = rec["referee"] if role == "referee" else rec["players"][int(role[-1])]
+        head = record_head(rec)
+    except (KeyError, IndexError, TypeError, ValueError) as e:
+        raise BadSignature(f"the stored record cannot be signed: {e}") from None
+    if not isinstance(named, bytes) or named != key:
+        raise BadSignature(f"the record names another key for {role}")
+    try:
+        Ed25519PublicKey.from_public_bytes(key).verify(sig, head)
+    except (InvalidSignature, ValueError):
+        raise BadSignature(f"the {role} signature does not verify") from None
+
+
+def _move_cosigned_copies(conn: sqlite3.Connection, dialect: Dialect) -> None:
+    """Migration 2: turn the co-signed copies kept in slots past `COSIGNED_SLOTS` into rows of
+    ``record_sigs`` on the match record (game 0), then drop the copies.
+
+    A copy whose record differs from the stored one, or whose extra signature does not verify,
+    is left where it was: it was never returned as the record, and deleting it would lose data.
+    """
+    copies = conn.execute(
+        dialect.sql("SELECT match_id, game, record, created FROM records WHERE game >= ?"),
+        (COSIGNED_SLOTS,),
+    ).fetchall()
+    for match_id, game, data, created in copies:
+        base = conn.execute(
+            dialect.sql("SELECT record FROM records WHERE match_id = ? AND game = 0"), (match_id,)
+        ).fetchone()
+        if base is None:
+            continue
+        try:
+            copy, stored = load_record(bytes(data)), load_record(bytes(base[0]))
+            if record_head(copy["record"]) != record_head(stored["record"]):
+                continue
+            have = {s["role"] for s in stored["sigs"]}
+            extra = [s for s in copy["sigs"] if s["role"] not in have]
+            for s in extra:
+                check_signature(stored, s["role"], s["key"], s["sig"])
+        except (ProtocolError, BadSignature, KeyError, TypeError, ValueError):
+            continue
+        for s in extra:
+            conn.execute(
+                dialect.sql(
+                    "INSERT INTO record_sigs (match_id, game, role, key, sig, created)"
+                    " VALUES (?, 0, ?, ?, ?, ?) ON CONFLICT (match_id, game, role) DO NOTHING"
+                ),
+                (match_id, s["role"], s["key"], s["sig"], created),
+            )
+        conn.execute(
+            dialect.sql("DELETE FROM records WHERE match_id = ? AND game = ?"), (match_id, game)
+        )
+
+
+MIGRATIONS: Sequence[tuple[int, Sequence[MigrationStep]]] = (
+    (
+        1,
+        (
+            """CREATE TABLE players (
+                id TEXT PRIMARY KEY,
+                name TEXT NOT NULL,
+                created BIGINT NOT NULL,
+                rating DOUBLE PRECISION NOT NULL,
+                rd DOUBLE PRECISION NOT NULL,
+                vol DOUBLE PRECISION NOT NULL,
+                games INTEGER NOT NULL DEFAULT 0,
+                wins INTEGER NOT NULL DEFAULT 0,
+                losses INTEGER NOT NULL DEFAULT 0,
+                draws INTEGER NOT NULL DEFAULT 0
+            )""",
+            "CREATE INDEX players_by_rating ON players (rating DESC, id)",
+            """CREATE TABLE matches (
+                id TEXT PRIMARY KEY,
+                rules {blob} NOT NULL,
+                mode TEXT NOT NULL,
+                seat0 TEXT NOT NULL REFERENCES players (id),
+                seat1 TEXT REFERENCES players (id),
+                status TEXT NOT NULL
+                    CHECK (status IN ('open', 'playing', 'finished', 'aborted')),
+                result TEXT,
+                created BIGINT NOT NULL,
+                finished BIGINT
+            )""",
+            "CREATE INDEX matches_by_status ON matches (status, created)",
+            "CREATE INDEX matches_by_seat0 ON matches (seat0)",
+            "CREATE INDEX matches_by_seat1 ON matches (seat1)",
+            """CREATE TABLE records (
+                match_id TEXT NOT NULL REFERENCES matches (id),
+                game INTEGER NOT NULL CHECK (game >= 0),
+                record {blob} NOT NULL,
+                signature {blob} NOT NULL,
+                created BIGINT NOT NULL,
+                PRIMARY KEY (match_id, game)
+            )""",
+            """CREATE TABLE rating_history (
+                id {serial_pk},
+                match_id TEXT NOT NULL UNIQUE REFERENCES matches (id),
+                a_id TEXT NOT NULL REFERENCES players (id),
+                b_id TEXT NOT NULL REFERENCES players (id),
+                score_a DOUBLE PRECISION NOT NULL,
+                a_old_rating DOUBLE PRECISION NOT NULL,
+                a_old_rd DOUBLE PRECISION NOT NULL,
+                a_old_vol DOUBLE PRECISION NOT NULL,
+                a_new_rating DOUBLE PRECISION NOT NULL,
+                a_new_rd DOUBLE PRECISION NOT NULL,
+                a_new_vol DOUBLE PRECISION NOT NULL,
+                b_old_rating DOUBLE PRECISION NOT NULL,
+                b_old_rd DOUBLE PRECISION NOT NULL,
+                b_old_vol DOUBLE PRECISION NOT NULL,
+                b_new_rating DOUBLE PRECISION NOT NULL,
+                b_new_rd DOUBLE PRECISION NOT NULL,
+                b_new_vol DOUBLE PRECISION NOT NULL,
+                created BIGINT NOT NULL
+            )""",
+            "CREATE INDEX rating_history_by_a ON rating_history (a_id, id)",
+            "CREATE INDEX rating_history_by_b ON rating_history (b_id, id)",
+        ),
+    ),
+    (
+        2,
+        (
+            """CREATE TABLE record_sigs (
+                match_id TEXT NOT NULL,
+                game INTEGER NOT NULL,
+                role TEXT NOT NULL CHECK (role IN ('referee', 'seat0', 'seat1')),
+                key {blob} NOT NULL,
+                sig {blob} NOT NULL,
+                created BIGINT NOT NULL,
+                PRIMARY KEY (match_id, game, role),
+                FOREIGN KEY (match_id, game) REFERENCES records (match_id, game)
+            )""",
+            _move_cosigned_copies,
+        ),
+    ),
+)
+"""Schema migrations as (version, DDL templates), applied in order; append, never edit."""
+
+
+def migrate(conn: sqlite3.Connection, dialect: Dialect) -> None:
+    """Bring the database on ``conn`` up to the latest schema version (see the module docstring)."""
+    conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY)")
+    (current,) = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()
+    latest = MIGRATIONS[-1][0] if MIGRATIONS else 0
+    if current > latest:
+        raise StoreError(
+            f"database schema version {current} is newer than this server knows ({latest})"
+        )
+    for version, statements in MIGRATIONS:
+        if version <= current:
+            continue
+        conn.execute(dialect.begin_write)
+        try:
+            # Read again under the write lock: another process may have migrated meanwhile.
+            (current,) = conn.execute(
+                "SELECT COALESCE(MAX(version), 0) FROM schema_version"
+            ).fetchone()
+            if version <= current:
+                conn.execute("COMMIT")
+                continue
+            for step in statements:
+                if isinstance(step, str):
+                    conn.execute(dialect.ddl(step))
+                else:
+                    step(conn, dialect)
+            conn.execute(dialect.sql("INSERT INTO schema_version (version) VALUES (?)"), (version,))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
