@@ -671,7 +671,8 @@ async def _refused_body(
     "2.1-frame-too-large",
     "2.1 Frames",
     "Oversized frame header",
-    "`N > 65536` with `FRAME_TOO_LARGE`, and in both cases the receiver MUST fail the session",
+    "`N` over the limit of its direction with `FRAME_TOO_LARGE`, and in both cases the receiver "
+    "MUST fail the session",
     "error{FRAME_TOO_LARGE}, then the end of the stream",
 )
 async def _frame_too_large(s: Suite, t: Trace) -> None:
