@@ -24,13 +24,21 @@ from typing import Any
 import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from seabattle.protocol import messages as m
+from seabattle.protocol.codec import encode_frame
 from seabattle.protocol.commit import Commitment, Committed, Reveal
-from seabattle.protocol.errors import ErrorCode, ProtocolError, Refused, RemoteProtocolError
+from seabattle.protocol.errors import (
+    ErrorCode,
+    LocalProtocolError,
+    ProtocolError,
+    Refused,
+    RemoteProtocolError,
+)
 from seabattle.protocol.fleet import Fleet
 from seabattle.protocol.game import Deadline, Event, Game, Phase
 from seabattle.protocol.grid import Cell, parse_cell
 from seabattle.protocol.match import Match
 from seabattle.protocol.rules import RuleSet
+from seabattle.protocol.session import MAX_S2C_FRAME
 from seabattle.protocol.verdict import Defender, Verdict
 
 from .config import ContextLog, Peer, peer_context
@@ -61,6 +69,29 @@ class Seat:
     applied: set[tuple[int, int]] = field(default_factory=set)  #: (game, seq) of applied shots
 
 
+def _broadcast(msg: m.Message, peers: list[Peer]) -> None:
+    """Queue ``msg`` for ``peers``, encoded once for all of them.
+
+    A peer that can take a ready-made frame (:meth:`~.session.Client.send_frame`) gets the shared
+    frame; any other (a test's fake peer) gets ``msg``. Errors, and a message that cannot be framed
+    (too large, a server bug), go through each peer's ``send``, which reports them.
+    """
+    if len(peers) < 2 or isinstance(msg, m.Error):
+        for p in peers:
+            p.send(msg)
+        return
+    try:
+        frame = encode_frame(m.encode(msg), max_frame=MAX_S2C_FRAME)
+    except LocalProtocolError:
+        frame = None
+    for p in peers:
+        send_frame = getattr(p, "send_frame", None)
+        if frame is None or send_frame is None:
+            p.send(msg)
+        else:
+            send_frame(frame, msg)
+
+
 class Referee:
     """Referees one match between two seats; see the module docstring."""
 
@@ -88,6 +119,8 @@ class Referee:
         self.clock: tuple[Deadline, float] | None = None
         self._clock_key: tuple[Any, ...] | None = None
         self._wake = trio.Event()
+        #: Trio time the match task sleeps until (``-inf``: it is awake, and will look again).
+        self._sleep_until = -math.inf
         self._finish = finish
         self.over = False
         #: Set when the match is over and its record stored (``head`` and ``signed`` filled in).
@@ -126,15 +159,13 @@ class Referee:
 
     def to_players(self, msg: m.Message) -> None:
         """Queue ``msg`` for both seated players that are connected."""
-        for s in self.seats:
-            if s.peer is not None:
-                s.peer.send(msg)
+        _broadcast(msg, [s.peer for s in self.seats if s.peer is not None])
 
     def to_all(self, msg: m.Message) -> None:
         """Queue ``msg`` for the players and every spectator (public events only)."""
-        self.to_players(msg)
-        for p in list(self.spectators):
-            p.send(msg)
+        peers = [s.peer for s in self.seats if s.peer is not None]
+        peers += self.spectators
+        _broadcast(msg, peers)
 
     def view(self) -> dict[str, Any]:
         """The public view of the match: the current game's view and the match score."""
@@ -281,9 +312,14 @@ class Referee:
                 queue.extend(self._custody_follow_up(ev))
         finally:
             # Whatever failed, the clock must follow the game and the match task must look at
-            # it: otherwise a failure here could leave the match waiting on nothing.
+            # it: otherwise a failure here could leave the match waiting on nothing. It is woken
+            # only if it would otherwise sleep too long (its wake-up time moved earlier) or the
+            # game is over; a later deadline is found when it wakes at the earlier one. Waking
+            # it on every input cost a task switch, an Event and a tick per input.
             self._rearm_clock()
-            self._wake.set()
+            g = self.game
+            if g is None or g.phase is Phase.OVER or self._wake_at() < self._sleep_until:
+                self._wake.set()
 
     def _custody_follow_up(self, ev: Event) -> list[Event]:
         g = self.game
@@ -345,11 +381,13 @@ class Referee:
             return
         self._clock_key = key
         self.clock = (kind, trio.current_time() + seconds)
-        seat: int | None = None
-        if kind is Deadline.SHOT:
-            seat = g.turn
-        elif kind is Deadline.ANSWER and g.pending is not None:
-            seat = 1 - g.pending.seat
+        if kind is Deadline.ANSWER:
+            # The answer clock is a fixed protocol deadline (``clocks.reveal`` from the rules both
+            # players hold) that starts with every ``shot``: announcing it cost two (plus one per
+            # spectator) ``clock`` frames on every blind shot, a third of the frames out, to say
+            # nothing the ``shot`` does not. It is armed silently; snapshots still show it.
+            return
+        seat = g.turn if kind is Deadline.SHOT else None
         self.to_all(m.Clock(self.match_id, g.number, kind.value, seconds, seat))
 
     def _wake_at(self) -> float:
@@ -416,8 +454,10 @@ class Referee:
     async def _play(self, g: Game) -> None:
         failures = 0
         while g.phase is not Phase.OVER:
-            with trio.move_on_at(self._wake_at()):
+            self._sleep_until = self._wake_at()
+            with trio.move_on_at(self._sleep_until):
                 await self._wake.wait()
+            self._sleep_until = -math.inf
             self._wake = trio.Event()
             try:
                 self._tick(g)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.protocol import messages as m
-from seabattle.protocol.codec import encode_frame
+from seabattle.protocol.codec import HEADER_SIZE, encode_frame
 from seabattle.protocol.errors import ErrorCode, LocalProtocolError, ProtocolError
 from seabattle.protocol.session import Connection, Role, State, check_auth
 
@@ -39,6 +39,11 @@ from .store import Store
 __all__ = ["Client", "Identity", "TokenBucket"]
 
 _log = logging.getLogger("seabattle.server.session")
+
+#: The writer sends whatever is queued in one ``send_all``, up to this many frames ...
+WRITE_BATCH_FRAMES = 64
+#: ... or until the batch reaches this many bytes (a larger frame still goes, alone or last).
+WRITE_BATCH_BYTES = 64 * 1024
 
 
 @dataclass(slots=True)
@@ -114,6 +119,24 @@ class Client:
             if not isinstance(msg, m.Error):
                 self.send(m.Error(int(ErrorCode.INTERNAL_ERROR), f"cannot send {msg.TAG}", None))
             return
+        self._enqueue(frame)
+
+    def send_frame(self, frame: bytes, msg: m.Message) -> None:
+        """Queue ``frame``, already encoded from ``msg`` for many recipients (one encoding per
+        event, not per peer). Outside the ready state, or past this connection's frame limit,
+        ``msg`` goes through :meth:`send` instead, with its checks and errors."""
+        if self._closing:
+            return
+        if (
+            self.conn.state is not State.READY
+            or len(frame) - HEADER_SIZE > self.conn.max_send
+            or isinstance(msg, m.Error)
+        ):
+            self.send(msg)
+            return
+        self._enqueue(frame)
+
+    def _enqueue(self, frame: bytes) -> None:
         if self._queued + len(frame) > self.limits.send_queue_bytes:
             # A few frames may be large (records): count bytes as well as frames, so a peer
             # that asks for records and never reads cannot make the server hoard them.
@@ -204,12 +227,33 @@ class Client:
     async def _writer(self) -> None:
         metrics = self.metrics
         with self._writer_scope:
+            out = self._out_recv
             try:
-                async for frame in self._out_recv:
-                    await self.stream.send_all(frame)
-                    self._queued -= len(frame)
-                    metrics.messages_out += 1
-                    metrics.bytes_out += len(frame)
+                async for frame in out:
+                    # Whatever else is queued goes in the same write: one handler usually queues
+                    # several frames (custody: shot + verdict), and each send_all is a syscall and
+                    # a trip through trio's scheduler.
+                    size, count = len(frame), 1
+                    batch: list[bytes] | None = None
+                    # ``_queued`` counts the bytes still queued, this frame's included: more
+                    # than ``size`` means another frame is waiting (no WouldBlock to raise).
+                    while (
+                        self._queued > size
+                        and size < WRITE_BATCH_BYTES
+                        and count < WRITE_BATCH_FRAMES
+                    ):
+                        try:
+                            more = out.receive_nowait()
+                        except (trio.WouldBlock, trio.EndOfChannel):
+                            break
+                        if batch is None:
+                            batch = [frame]
+                        batch.append(more)
+                        size, count = size + len(more), count + 1
+                    await self.stream.send_all(frame if batch is None else b"".join(batch))
+                    self._queued -= size
+                    metrics.messages_out += count
+                    metrics.bytes_out += size
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 self.kill()
             except Exception:

@@ -23,11 +23,14 @@ import pytest
 import trio
 import trio.testing
 from seabattle.protocol import messages as m
+from seabattle.protocol.codec import FrameDecoder, encode_frame
 from seabattle.protocol.errors import ErrorCode
+from seabattle.protocol.session import State
 from seabattle.server.app import _redact
-from seabattle.server.config import ContextLog
+from seabattle.server.config import ContextLog, Limits
 from seabattle.server.logs import JsonFormatter, configure_logging
 from seabattle.server.metrics import SHOT_BUCKETS, Histogram, Metrics, serve_metrics
+from seabattle.server.session import Client
 from test_server import SMALL, Bot, connect, pair, play_both, start_server
 
 # -- helpers --------------------------------------------------------------------------------------
@@ -369,3 +372,95 @@ def test_a_database_url_is_shown_without_its_password() -> None:
     assert _redact("postgresql://u:s3cret@db:5432/x") == "postgresql://u:***@db:5432/x"
     assert _redact("postgresql://u@db/x") == "postgresql://u@db/x"
     assert _redact("/var/lib/seabattle.db") == "/var/lib/seabattle.db"
+
+
+# -- hot path: quiet answer clock, one write per batch, one encoding per event --------------------
+
+
+class _ClockBot(Bot):
+    """A bot that notes every ``clock`` it is sent."""
+
+    def __init__(self, c: Any, mode: str, seed: int) -> None:
+        super().__init__(c, mode, seed)
+        self.clocks: list[m.Clock] = []
+
+    async def on(self, msg: Any) -> None:
+        if isinstance(msg, m.Clock):
+            self.clocks.append(msg)
+        await super().on(msg)
+
+
+async def test_blind_shots_arm_the_answer_clock_without_announcing_it(
+    tmp_path: Path, nursery: trio.Nursery
+) -> None:
+    addr, _ = await start_server(nursery, tmp_path)
+    a, b, _ = await pair(addr, nursery, SMALL, "blind")
+    ba, bb = _ClockBot(a, "blind", 41), _ClockBot(b, "blind", 42)
+    with trio.fail_after(30):
+        await play_both(ba, bb)
+    assert ba.errors == bb.errors == [] and ba.result is not None
+    kinds = {c.kind for c in ba.clocks + bb.clocks}
+    assert "answer" not in kinds and "reveal" in kinds
+
+
+async def test_unanswered_blind_shot_still_shows_its_clock_in_a_snapshot(
+    tmp_path: Path, nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    addr, _ = await start_server(nursery, tmp_path)
+    a, b, mid = await pair(addr, nursery, SMALL, "blind")
+    ba, bb = Bot(a, "blind", 43), Bot(b, "blind", 44)
+
+    async def no_answer(msg: m.ShotCalled) -> None:
+        return None
+
+    ba.answer = bb.answer = no_answer  # type: ignore[method-assign]
+    async with trio.open_nursery() as n:
+        n.start_soon(ba.play, lambda msg: isinstance(msg, m.ShotCalled))
+        n.start_soon(bb.play, lambda msg: isinstance(msg, m.ShotCalled))
+    watcher = await connect(addr, nursery, name="eve")
+    await watcher.send(m.Watch(1, mid))
+    snap = await watcher.expect(m.Snapshot, skip=(m.Ok,))
+    assert snap.view["phase"] == "answer" and snap.view["clock"]["kind"] == "answer"
+    assert 0 < snap.view["clock"]["left"] <= 60
+
+
+class _CountingStream(trio.abc.SendStream):
+    """A send stream that records each ``send_all``."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        self.writes.append(bytes(data))
+
+    async def wait_send_all_might_not_block(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def test_the_writer_sends_queued_frames_in_one_write_and_frames_are_shared() -> None:
+    class _Ident:
+        limits = Limits()
+        metrics = Metrics()
+
+    stream = _CountingStream()
+    client = Client(_Ident(), stream, "test")  # type: ignore[arg-type]
+    client.conn.state = State.READY
+    msgs = [m.Ping(1), m.Pong(2), m.Bye("x")]
+    client.send(msgs[0])
+    client.send_frame(encode_frame(m.encode(msgs[1])), msgs[1])
+    client.send(msgs[2])
+    async with trio.open_nursery() as n:
+        n.start_soon(client._writer)
+        await trio.testing.wait_all_tasks_blocked()
+        client._out.close()
+    assert len(stream.writes) == 1
+    dec = FrameDecoder()
+    dec.feed(stream.writes[0])
+    got: list[m.Message] = []
+    while (body := dec.next_frame()) is not None:
+        got.append(m.decode(body))
+    assert got == msgs
+    assert client.metrics.messages_out == 3 and client._queued == 0
