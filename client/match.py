@@ -295,6 +295,10 @@ class MatchHandle:
         elif isinstance(msg, m.Firing):
             await self._on_firing(msg)
         elif isinstance(msg, m.ShotCalled):
+            if self.clock is not None and self.clock.kind == "shot":
+                # The shot was called: the mover's clock stopped. The answer clock that starts
+                # now is not announced (spec 5.4), so nothing is shown counting in its place.
+                self.clock = None
             await self._on_shot(msg)
         elif isinstance(msg, m.VerdictMsg):
             self._on_verdict(msg)
