@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -30,22 +29,6 @@ from seabattle.protocol.record import verify_record
 from seabattle.protocol.verdict import CellResult, Result, Shot, Verdict
 
 app = pytest.importorskip("seabattle.server.app")
-
-
-@pytest.fixture
-async def server(tmp_path: Path) -> AsyncIterator[tuple[str, int]]:
-    async with trio.open_nursery() as nursery:
-        addr = await nursery.start(
-            functools.partial(
-                app.serve,
-                "127.0.0.1",
-                0,
-                db_path=str(tmp_path / "db.sqlite"),
-                key_path=str(tmp_path / "server.key"),
-            )
-        )
-        yield addr
-        nursery.cancel_scope.cancel()
 
 
 async def both(

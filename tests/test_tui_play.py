@@ -7,12 +7,10 @@ against a bot over real TCP (peer play) or through the real server (refereed pla
 
 from __future__ import annotations
 
-import functools
 import io
 import random
 import re
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -188,22 +186,6 @@ def rules_cell(text: str) -> Any:
 # ================================================================================================
 
 app = pytest.importorskip("seabattle.server.app")
-
-
-@pytest.fixture
-async def server(tmp_path: Path) -> AsyncIterator[tuple[str, int]]:
-    async with trio.open_nursery() as nursery:
-        addr = await nursery.start(
-            functools.partial(
-                app.serve,
-                "127.0.0.1",
-                0,
-                db_path=str(tmp_path / "db.sqlite"),
-                key_path=str(tmp_path / "server.key"),
-            )
-        )
-        yield addr
-        nursery.cancel_scope.cancel()
 
 
 async def refereed(

@@ -9,15 +9,12 @@ time, so these are the only tests here that wait on the wall clock.
 from __future__ import annotations
 
 import fcntl
-import functools
 import os
 import random
 import re
 import struct
 import sys
 import termios
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 import trio
@@ -152,22 +149,6 @@ async def test_host_by_hand_in_a_terminal_against_a_bot() -> None:
 
 
 app = pytest.importorskip("seabattle.server.app")
-
-
-@pytest.fixture
-async def server(tmp_path: Path) -> AsyncIterator[tuple[str, int]]:
-    async with trio.open_nursery() as nursery:
-        addr = await nursery.start(
-            functools.partial(
-                app.serve,
-                "127.0.0.1",
-                0,
-                db_path=str(tmp_path / "db.sqlite"),
-                key_path=str(tmp_path / "server.key"),
-            )
-        )
-        yield addr
-        nursery.cancel_scope.cancel()
 
 
 async def test_play_on_a_server_by_hand_in_a_terminal(server: tuple[str, int]) -> None:
