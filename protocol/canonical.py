@@ -8,6 +8,7 @@ implementation that follows these rules produces the same bytes.
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import msgpack
@@ -17,10 +18,43 @@ __all__ = ["canonical", "canonical_pack"]
 
 def canonical(value: Any) -> Any:
     """Return ``value`` with every map's keys sorted (recursively) and tuples turned into lists."""
+    t = type(value)
+    if t in _SCALARS:
+        return value
+    if t is dict:
+        return _map(value)
+    if t is list or t is tuple:
+        return [v if type(v) in _SCALARS else canonical(v) for v in value]
+    return _general(value)
+
+
+# Exact types, tested first: canonical() copies whole match records, so most values are these.
+_SCALARS = frozenset({str, int, bytes, bool, type(None)})
+_ENCODE = operator.methodcaller("encode")
+
+
+def _map(value: dict[Any, Any]) -> dict[str, Any]:
+    try:
+        "".join(value)  # raises unless every key is a string, at C speed
+    except TypeError:
+        _check_keys(value)
+    out = {}
+    for k in sorted(value, key=_ENCODE):
+        v = value[k]
+        out[k] = v if type(v) in _SCALARS else canonical(v)
+    return out
+
+
+def _check_keys(value: dict[Any, Any]) -> None:
+    for k in value:
+        if not isinstance(k, str):
+            raise TypeError(f"canonical maps need string keys, got {type(k).__name__}")
+
+
+def _general(value: Any) -> Any:
+    # Subclasses of the plain types, and the errors.
     if isinstance(value, dict):
-        for k in value:
-            if not isinstance(k, str):
-                raise TypeError(f"canonical maps need string keys, got {type(k).__name__}")
+        _check_keys(value)
         return {k: canonical(value[k]) for k in sorted(value, key=lambda s: s.encode())}
     if isinstance(value, list | tuple):
         return [canonical(v) for v in value]

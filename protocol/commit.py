@@ -63,6 +63,8 @@ SALT_BYTES = 16
 
 _CELL, _SHIP, _ROOT = b"\x00", b"\x01", b"\x02"
 _U16 = struct.Struct(">H")
+_OPENING_KEYS = frozenset({"i", "occ", "salt"})
+_SHIP_OPENING_KEYS = frozenset({"k", "at", "salt"})
 
 
 def _bad(detail: str) -> RemoteProtocolError:
@@ -87,6 +89,32 @@ def context(match_id: bytes, game: int, seat: int, rules: RuleSet) -> bytes:
 
 def _salt(secret: bytes, label: bytes, index: int) -> bytes:
     return hmac.digest(secret, label + _U16.pack(index), "sha256")[:SALT_BYTES]
+
+
+_TRANS_36 = bytes(x ^ 0x36 for x in range(256))
+_TRANS_5C = bytes(x ^ 0x5C for x in range(256))
+
+
+def _salts(secret: bytes, label: bytes, count: int) -> list[bytes]:
+    """``[_salt(secret, label, i) for i in range(count)]``, twice as fast.
+
+    HMAC (RFC 2104) with the key schedule done once: the inner and outer hashes of the padded key
+    are copied for each index, instead of being set up again by every one-shot HMAC. Every fleet
+    derives a salt per cell when committed and again at the reveal check.
+    """
+    key = secret if len(secret) <= 64 else hashlib.sha256(secret).digest()
+    key = key.ljust(64, b"\x00")
+    inner = hashlib.sha256(key.translate(_TRANS_36))
+    outer = hashlib.sha256(key.translate(_TRANS_5C))
+    pack = _U16.pack
+    out = []
+    for i in range(count):
+        h = inner.copy()
+        h.update(label + pack(i))
+        o = outer.copy()
+        o.update(h.digest())
+        out.append(o.digest()[:SALT_BYTES])
+    return out
 
 
 def cell_leaf(ctx: bytes, index: int, occupied: bool, salt: bytes) -> bytes:
@@ -121,9 +149,11 @@ class CellOpening:
     @classmethod
     def from_dict(cls, d: Any) -> CellOpening:
         """Parse the wire form, refusing anything malformed with ``BAD_PROOF``."""
-        if not isinstance(d, dict) or set(d) != {"i", "occ", "salt"}:
+        if not isinstance(d, dict) or d.keys() != _OPENING_KEYS:
             raise _bad("a cell opening is {i, occ, salt}")
         i, occ, salt = d["i"], d["occ"], d["salt"]
+        if type(i) is int and type(occ) is bool and type(salt) is bytes and len(salt) == SALT_BYTES:
+            return cls(i, occ, salt)  # what every decoder gives: the checks below, at once
         if isinstance(i, bool) or not isinstance(i, int) or not isinstance(occ, bool):
             raise _bad("cell opening: i is an integer, occ a boolean")
         if not isinstance(salt, bytes) or len(salt) != SALT_BYTES:
@@ -146,7 +176,7 @@ class ShipOpening:
     @classmethod
     def from_dict(cls, d: Any) -> ShipOpening:
         """Parse the wire form, refusing anything malformed with ``BAD_PROOF``."""
-        if not isinstance(d, dict) or set(d) != {"k", "at", "salt"}:
+        if not isinstance(d, dict) or d.keys() != _SHIP_OPENING_KEYS:
             raise _bad("a ship opening is {k, at, salt}")
         k, salt = d["k"], d["salt"]
         if isinstance(k, bool) or not isinstance(k, int):
@@ -256,18 +286,24 @@ class Reveal:
         # Leaves first: only a fleet that matches the commitment is judged for legality. A fleet
         # that leaves the board cannot be hashed into a cell index, so legality of bounds comes
         # from validate() below, after the ship leaves (which do not need bounds) matched.
+        ship_salts = _salts(self.secret, b"ship", len(self.fleet.placements))
         for k, p in enumerate(self.fleet.placements):
             if not (0 <= p.row < 256 and 0 <= p.col < 256):
                 raise IllegalFleet(f"{rules.fleet[k].name} lies off the board")
-            if ship_leaf(ctx, k, p, _salt(self.secret, b"ship", k)) != commitment.ships[k]:
+            if ship_leaf(ctx, k, p, ship_salts[k]) != commitment.ships[k]:
                 raise RemoteProtocolError(
                     ErrorCode.BAD_REVEAL,
                     f"revealed {rules.fleet[k].name} does not match the commitment",
                 )
         self.fleet.validate(rules)
         occ = self.fleet.occupancy(rules)
+        # cell_leaf(ctx, i, o > 0, salt) for every cell, inlined: this runs for both seats at the
+        # end of every game, live and in every record verification.
+        salts = _salts(self.secret, b"cell", len(occ))
+        leaves, sha256, prefix, u16 = commitment.cells, hashlib.sha256, _CELL + ctx, _U16.pack
         for i, o in enumerate(occ):
-            if cell_leaf(ctx, i, o > 0, _salt(self.secret, b"cell", i)) != commitment.cells[i]:
+            body = prefix + u16(i) + (b"\x01" if o > 0 else b"\x00") + salts[i]
+            if sha256(body).digest() != leaves[i]:
                 raise RemoteProtocolError(
                     ErrorCode.BAD_REVEAL, f"revealed cell {i} does not match the commitment"
                 )
@@ -292,8 +328,8 @@ class Committed:
         self.secret = secret
         self.ctx = context(match_id, game, seat, rules)
         self.occupancy = fleet.occupancy(rules)
-        self._cell_salts = [_salt(secret, b"cell", i) for i in range(rules.cells)]
-        self._ship_salts = [_salt(secret, b"ship", k) for k in range(len(rules.fleet))]
+        self._cell_salts = _salts(secret, b"cell", rules.cells)
+        self._ship_salts = _salts(secret, b"ship", len(rules.fleet))
         self.commitment = Commitment(
             tuple(
                 cell_leaf(self.ctx, i, o > 0, self._cell_salts[i])

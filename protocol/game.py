@@ -21,6 +21,7 @@ with ``WRONG_PHASE``, naming the phase and the input.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from .commit import Commitment, Reveal, context
@@ -42,6 +43,12 @@ __all__ = [
     "Outcome",
     "Phase",
 ]
+
+# Labels of called cells, for the transcript: a grid has few cells, and every shot logs its own.
+_label = functools.lru_cache(maxsize=4096)(Cell.label)
+# Enum members read on every shot, bound once: reading one off its class costs ~0.1 us.
+_SETUP, _FIRING, _ANSWER, _REVEAL = Phase.SETUP, Phase.FIRING, Phase.ANSWER, Phase.REVEAL
+_MISS, _SINGLE = Result.MISS, ShotMode.SINGLE
 
 
 class Game:
@@ -69,6 +76,12 @@ class Game:
         self.provisional: Outcome | None = None
         self.outcome: Outcome | None = None
         self.transcript: list[dict[str, Any]] = []
+        # Derived from the (frozen) rules, read on every shot.
+        self._cells = rules.cells
+        self._fleet_cells = rules.fleet_cells
+        # Set by the record verifier, which replays inputs and has no use for their events: a
+        # fire and its answer then return [] (an Event costs as much as the rest of a fire).
+        self._quiet = False
 
     # -- helpers ---------------------------------------------------------------------------------
 
@@ -97,13 +110,13 @@ class Game:
         The shell restarts its timer whenever this value changes after an input.
         """
         c = self.rules.clocks
-        if self.phase is Phase.SETUP:
+        if self.phase is _SETUP:
             return (Deadline.SETUP, c.setup) if c.setup else None
-        if self.phase is Phase.FIRING:
+        if self.phase is _FIRING:
             return (Deadline.SHOT, c.shot) if c.shot else None
-        if self.phase is Phase.ANSWER:
+        if self.phase is _ANSWER:
             return Deadline.ANSWER, c.reveal
-        if self.phase is Phase.REVEAL:
+        if self.phase is _REVEAL:
             return Deadline.REVEAL, c.reveal
         return None
 
@@ -114,15 +127,19 @@ class Game:
     def shot_count(self, seat: int) -> int:
         """How many cells ``seat`` must call in its next shot."""
         r = self.rules
-        if r.shots is ShotMode.SINGLE:
+        if r.shots is _SINGLE:
             n = 1
         elif r.shots is ShotMode.SALVO_FIXED:
             n = r.salvo_size
         else:
             n = self.boards[seat].afloat()
         target = self.boards[1 - seat]
-        open_cells = r.cells - len(target.fired) - len(target.crossed.difference(target.fired))
-        return max(1, min(n, open_cells))
+        open_cells = self._cells - len(target.fired)
+        if target.crossed:
+            open_cells -= len(target.crossed.difference(target.fired))
+        if open_cells < n:
+            n = open_cells
+        return n if n > 1 else 1  # max(1, min(n, open_cells)), without two calls per shot
 
     # -- setup -----------------------------------------------------------------------------------
 
@@ -174,16 +191,18 @@ class Game:
             raise Refused(
                 ErrorCode.WRONG_SALVO_SIZE, f"this shot calls {want} cell(s), got {len(cells)}"
             )
-        if len(set(cells)) != len(cells):
+        if want > 1 and len(set(cells)) != want:
             raise Refused(ErrorCode.DUPLICATE_IN_SALVO, "a salvo calls different cells")
         repeated = None
+        rows, cols = r.rows, r.cols
+        fired, crossed = target.fired, target.crossed
         for c in cells:
-            if not c.on(r.rows, r.cols):
+            if not c.on(rows, cols):
                 raise Refused(ErrorCode.OFF_BOARD, f"({c.row},{c.col}) is off the board")
-            i = c.index(r.cols)
-            if i in target.fired:
+            i = c.index(cols)
+            if i in fired:
                 repeated = c
-            elif i in target.crossed:
+            elif i in crossed:
                 raise Refused(ErrorCode.CROSSED_OUT, f"{c.label()} is crossed out: only water")
         if repeated is not None:
             # 002 strict play: a repeated single call wastes the turn; otherwise it is re-chosen.
@@ -194,13 +213,11 @@ class Game:
                 return self._lose_shot(seat, "repeat")
             raise Refused(ErrorCode.ALREADY_FIRED, f"{repeated.label()} was fired at already")
         self.expiries[seat] = 0
-        self._log(
-            {"in": "fire", "seat": seat, "member": member, "cells": [c.label() for c in cells]}
-        )
+        self._log({"in": "fire", "seat": seat, "member": member, "cells": list(map(_label, cells))})
         shot = Shot(len(self.shots) + 1, seat, tuple(cells))
         self.pending = shot
-        self.phase = Phase.ANSWER
-        return [Event("shot", seat=seat, shot=shot)]
+        self.phase = _ANSWER
+        return [] if self._quiet else [Event("shot", seat=seat, shot=shot)]
 
     def radar(self, seat: int, top_left: Cell, member: int = 0) -> list[Event]:
         """``seat`` scans the radar area at ``top_left`` instead of firing (once per game)."""
@@ -218,7 +235,7 @@ class Game:
         shot = Shot(len(self.shots) + 1, seat, (top_left,), radar=True)
         self.boards[1 - seat].radar_used = True
         self.pending = shot
-        self.phase = Phase.ANSWER
+        self.phase = _ANSWER
         return [Event("shot", seat=seat, shot=shot)]
 
     def _check_mover(self, seat: int, member: int) -> None:
@@ -236,11 +253,18 @@ class Game:
 
     # -- verdicts --------------------------------------------------------------------------------
 
-    def answer(self, seat: int, verdict: Verdict) -> list[Event]:
+    def answer(
+        self, seat: int, verdict: Verdict, *, wire: dict[str, Any] | None = None
+    ) -> list[Event]:
         """The defender ``seat`` answers the pending shot.
 
         A verdict of the wrong shape is refused (the defender may send it again). A verdict whose
         openings do not match the commitment, or contradict what it says, loses the game at once.
+
+        ``wire`` is the map ``verdict`` was parsed from with :meth:`Verdict.from_dict`, if the
+        caller has it: the transcript then logs that map instead of building
+        ``verdict.to_dict()`` again. The two are equal for every map ``from_dict`` accepts from a
+        msgpack decoder; the caller must not change ``wire`` afterwards.
         """
         self._allow("answer")
         shot = self.pending
@@ -254,7 +278,9 @@ class Game:
         check_shape(self.rules, shot, verdict)
         commitment = self.commitments[seat]
         assert commitment is not None
-        self._log({"in": "answer", "seat": seat, "verdict": verdict.to_dict()})
+        self._log(
+            {"in": "answer", "seat": seat, "verdict": verdict.to_dict() if wire is None else wire}
+        )
         try:
             check_proofs(self.rules, commitment, self.ctx[seat], self.boards[seat], shot, verdict)
         except ProtocolError as e:
@@ -274,26 +300,31 @@ class Game:
         if shot.radar:
             self.shots_taken[shot.seat] += 1
             self.turn = seat
-            self.phase = Phase.FIRING
+            self.phase = _FIRING
             return [Event("verdict", seat=self.turn, shot=shot, verdict=v)]
+        cols = r.cols
+        fired = board.fired
+        sinkings: list[tuple[Cell | None, SunkClaim]] = []
         if v.total is not None:
             for c in shot.cells:
-                board.fired[c.index(r.cols)] = None
+                fired[c.index(cols)] = None
             board.hits += v.total
             any_hit = v.total > 0
         else:
+            # check_shape() made sure: one result per called cell, in call order.
             any_hit = False
             for c, res in zip(shot.cells, v.results, strict=True):
-                board.fired[c.index(r.cols)] = res.result
-                if res.result is not Result.MISS:
+                result = res.result
+                fired[c.index(cols)] = result
+                if result is not _MISS:
                     board.hits += 1
                     any_hit = True
                     if r.crossed_out:
-                        board.crossed.update(x.index(r.cols) for x in c.corners(r.rows, r.cols))
-        sinkings: list[tuple[Cell | None, SunkClaim]] = [
-            (c, res.sunk) for c, res in zip(shot.cells, v.results, strict=False) if res.sunk
-        ]
-        sinkings += [(None, claim) for claim in v.sunk]
+                        board.crossed.update(x.index(cols) for x in c.corners(r.rows, cols))
+                if res.sunk:
+                    sinkings.append((c, res.sunk))
+        if v.sunk:
+            sinkings += [(None, claim) for claim in v.sunk]
         for at, claim in sinkings:
             cells = (
                 claim.opening.placement.cells(r.fleet[claim.ship].length) if claim.opening else None
@@ -307,7 +338,7 @@ class Game:
                     board.crossed.update(n.index(r.cols) for n in x.neighbours(r.rows, r.cols))
         if board.crossed:
             board.crossed.difference_update(board.fired)
-        need = r.fleet_cells
+        need = self._fleet_cells
         if board.hits >= need:
             self.provisional = Outcome(shot.seat, EndReason.FLEET_SUNK)
             self.phase = Phase.REVEAL
@@ -315,7 +346,7 @@ class Game:
             events.append(Event("verdict", seat=None, shot=shot, verdict=v))
             events.append(Event("reveal", outcome=self.provisional))
             return events
-        open_cells = r.cells - len(board.fired) - len(board.crossed)
+        open_cells = self._cells - len(fired) - len(board.crossed)
         if open_cells < need - board.hits:
             # Fewer cells left to fire at than ship cells left to hit: the verdicts given so far
             # cannot all be true of a legal fleet. Waiting would only stall the game.
@@ -332,8 +363,9 @@ class Game:
         if not again:
             self.shots_taken[shot.seat] += 1
         self.turn = shot.seat if again else seat
-        self.phase = Phase.FIRING
-        events.append(Event("verdict", seat=self.turn, shot=shot, verdict=v))
+        self.phase = _FIRING
+        if not self._quiet:
+            events.append(Event("verdict", seat=self.turn, shot=shot, verdict=v))
         return events
 
     def _component(self, board: Board, start: Cell) -> list[Cell]:

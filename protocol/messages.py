@@ -64,6 +64,8 @@ def message(tag: str, direction: Dir) -> Callable[[M], M]:
         cls.TAG = tag
         cls.DIR = direction
         MESSAGES[tag] = cls
+        _compiled(cls)  # validation is compiled once, here, not on every message
+        _decoder(tag)
         return cls
 
     return deco
@@ -81,7 +83,9 @@ def _hints(cls: type[Message]) -> dict[str, Any]:
 def _check(value: Any, tp: Any, where: str, max_bytes: int | None = MAX_BYTES) -> Any:
     """Check ``value`` against the annotation ``tp``; return it normalised (lists -> tuples).
 
-    ``max_bytes`` bounds a ``bin`` field (``None``: only the frame bounds it).
+    ``max_bytes`` bounds a ``bin`` field (``None``: only the frame bounds it). This is the
+    reference check: the compiled checkers below only ever accept what it accepts, and hand
+    everything else to it for the verdict and the precise error.
     """
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
@@ -123,15 +127,158 @@ def _check(value: Any, tp: Any, where: str, max_bytes: int | None = MAX_BYTES) -
     return value
 
 
+# -- compiled checkers -----------------------------------------------------------------------------
+#
+# Every message built or decoded is validated, so the check runs on every frame in and out. Walking
+# the annotations with typing.get_origin/get_args each time cost most of a decode; instead each
+# class gets, once, a list of (field, fast check) built from its annotations. A fast check tests
+# exact types only (what msgpack decodes and what the shells build) and returns the value,
+# normalised (a list becomes a tuple), or _FAIL for anything else: _check then gives the verdict
+# (it also accepts subclasses, e.g. an IntEnum for an int) and the precise error. So the fast path
+# accepts a subset of what _check accepts, and returns the same value for it.
+
+_FAIL: Any = object()
+_Fast = Callable[[Any], Any]
+#: (field name, fast check, annotation) for each field, and the bin bound for _check.
+_Compiled = tuple[tuple[tuple[str, _Fast, Any], ...], int | None]
+_COMPILED: dict[type[Message], _Compiled] = {}
+
+
+def _any(v: Any) -> Any:
+    return v
+
+
+def _bool(v: Any) -> Any:
+    return v if v is True or v is False else _FAIL
+
+
+def _int(v: Any) -> Any:
+    return v if type(v) is int else _FAIL
+
+
+def _str(v: Any) -> Any:
+    return v if type(v) is str and len(v) <= MAX_TEXT else _FAIL
+
+
+def _map(v: Any) -> Any:
+    return v if type(v) is dict else _FAIL
+
+
+def _bin(max_bytes: int | None) -> _Fast:
+    if max_bytes is None:
+        return lambda v: v if type(v) is bytes else _FAIL
+    return lambda v: v if type(v) is bytes and len(v) <= max_bytes else _FAIL
+
+
+def _tuple_of(item: Any, max_bytes: int | None) -> _Fast:
+    if item is Any:
+
+        def any_items(v: Any) -> Any:
+            t = type(v)
+            if (t is list or t is tuple) and len(v) <= MAX_LIST:
+                return v if t is tuple else tuple(v)
+            return _FAIL
+
+        return any_items
+    if item is str:
+
+        def texts(v: Any) -> Any:
+            t = type(v)
+            if (t is list or t is tuple) and len(v) <= MAX_LIST:
+                for x in v:
+                    if type(x) is not str or len(x) > MAX_TEXT:
+                        return _FAIL
+                return v if t is tuple else tuple(v)
+            return _FAIL
+
+        return texts
+    each = _fast(item, max_bytes)
+
+    def items(v: Any) -> Any:
+        t = type(v)
+        if (t is list or t is tuple) and len(v) <= MAX_LIST:
+            out = []
+            for x in v:
+                nx = each(x)
+                if nx is _FAIL:
+                    return _FAIL
+                out.append(nx)
+            return tuple(out)
+        return _FAIL
+
+    return items
+
+
+def _optional(inner: _Fast) -> _Fast:
+    return lambda v: v if v is None else inner(v)
+
+
+def _fast(tp: Any, max_bytes: int | None) -> _Fast:
+    """The fast check for annotation ``tp`` (see above); ``_FAIL`` always for what it lacks."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(args) == 1:
+            return _optional(_fast(args[0], max_bytes))
+        return lambda v: _FAIL  # pragma: no cover - no such field today; _check decides
+    if origin is tuple:
+        return _tuple_of(typing.get_args(tp)[0], max_bytes)
+    if tp is Any:
+        return _any
+    if tp is bool:
+        return _bool
+    if tp is int:
+        return _int
+    if tp is str:
+        return _str
+    if tp is bytes:
+        return _bin(max_bytes)
+    if tp is dict or origin is dict:
+        return _map
+    raise TypeError(f"unsupported field type {tp!r}")  # pragma: no cover - a table error
+
+
+def _compiled(cls: type[Message]) -> _Compiled:
+    c = _COMPILED.get(cls)
+    if c is None:
+        # MAX_BYTES protects whoever decodes a client's message; what a server sends is bounded
+        # by its (larger) frame limit alone, so a bin there may be as large as the frame.
+        max_bytes = None if cls.DIR is Dir.S2C else MAX_BYTES
+        c = (
+            tuple((name, _fast(tp, max_bytes), tp) for name, tp in _hints(cls).items()),
+            max_bytes,
+        )
+        _COMPILED[cls] = c
+    return c
+
+
 def _validate(msg: Message) -> None:
-    # MAX_BYTES protects whoever decodes a client's message; what a server sends is bounded by
-    # its (larger) frame limit alone, so a bin there may be as large as the frame.
-    max_bytes = None if msg.DIR is Dir.S2C else MAX_BYTES
-    for name, tp in _hints(type(msg)).items():
+    checks, max_bytes = _COMPILED.get(type(msg)) or _compiled(type(msg))
+    for name, fast, tp in checks:
         v = getattr(msg, name)
-        nv = _check(v, tp, f"{msg.TAG}.{name}", max_bytes)
+        nv = fast(v)
         if nv is not v:
+            if nv is _FAIL:
+                nv = _check(v, tp, f"{msg.TAG}.{name}", max_bytes)
+                if nv is v:
+                    continue
             object.__setattr__(msg, name, nv)
+
+
+#: tag -> (class, its field names, every key its wire map has).
+_DECODE: dict[str, tuple[type[Message], tuple[str, ...], frozenset[str]]] = {}
+
+
+def _decoder(tag: str) -> tuple[type[Message], tuple[str, ...], frozenset[str]] | None:
+    entry = _DECODE.get(tag)
+    if entry is None:
+        cls = MESSAGES.get(tag)
+        if cls is None:
+            return None
+        names = tuple(_hints(cls))
+        entry = (cls, names, frozenset(names) | {"t"})
+        _DECODE[tag] = entry
+    return entry
 
 
 def decode(d: dict[str, Any]) -> Message:
@@ -139,18 +286,19 @@ def decode(d: dict[str, Any]) -> Message:
     tag = d.get("t")
     if not isinstance(tag, str):
         raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, "a message needs a string 't' tag")
-    cls = MESSAGES.get(tag)
-    if cls is None:
+    entry = _DECODE.get(tag) or _decoder(tag)
+    if entry is None:
         raise RemoteProtocolError(ErrorCode.UNKNOWN_TAG, f"unknown message tag {tag!r}")
-    fields = _hints(cls)
-    keys = set(d) - {"t"}
-    if keys != set(fields):
-        missing = sorted(set(fields) - keys)
-        extra = sorted(keys - set(fields))
+    cls, names, keys = entry
+    if d.keys() != keys:
+        fields = set(names)
+        got = set(d) - {"t"}
+        missing = sorted(fields - got)
+        extra = sorted(got - fields)
         raise RemoteProtocolError(
             ErrorCode.BAD_MESSAGE, f"{tag}: missing {missing} extra {extra}".replace(" []", " -")
         )
-    return cls(**{k: d[k] for k in fields})
+    return cls(*map(d.__getitem__, names))
 
 
 def encode(msg: Message) -> dict[str, Any]:

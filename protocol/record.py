@@ -56,7 +56,10 @@ __all__ = [
     "build_record",
     "cosign",
     "dump_record",
+    "dump_signed",
+    "head_of_bytes",
     "load_record",
+    "pack_record",
     "record_head",
     "seal",
     "sign_as",
@@ -126,6 +129,10 @@ def build_record(
 
 
 _PLAIN = frozenset({bytes, str, int, bool, type(None)})
+# Key tuples seen to be strings in canonical order. A record has a dozen shapes of map, repeated
+# for every shot: remembering them spares sorting each map's keys again. Bounded, so that records
+# with many shapes cannot grow it.
+_SORTED_KEYS: set[tuple[str, ...]] = set()
 
 
 def _is_canonical(value: Any) -> bool:
@@ -133,23 +140,36 @@ def _is_canonical(value: Any) -> bool:
     # A loaded or built record is canonical already; checking that is several times cheaper than
     # rebuilding it with canonical(), which would cost a verification about as much as a replay.
     # Python orders str keys by code point, which is the order of their UTF-8 bytes.
+    plain, known = _PLAIN, _SORTED_KEYS
+    t = type(value)
+    if t is not dict and t is not list:
+        return t in plain
     stack = [value]
+    pop, push = stack.pop, stack.append
     while stack:
-        x = stack.pop()
-        t = type(x)
-        if t is dict:
-            keys = list(x)
-            try:
-                "".join(keys)  # raises unless every key is a string, at C speed
-            except TypeError:
+        x = pop()
+        if type(x) is dict:
+            keys = tuple(x)
+            if keys not in known:
+                try:
+                    "".join(keys)  # raises unless every key is a string, at C speed
+                except TypeError:
+                    return False
+                if list(keys) != sorted(keys):
+                    return False
+                if len(known) < 256:
+                    known.add(keys)
+            items = x.values()
+        else:
+            items = x
+        for v in items:
+            t = type(v)
+            if t in plain:
+                continue
+            if t is dict or t is list:
+                push(v)
+            else:
                 return False
-            if keys != sorted(keys):
-                return False
-            stack.extend(x.values())
-        elif t is list:
-            stack.extend(x)
-        elif t not in _PLAIN:
-            return False
     return True
 
 
@@ -160,9 +180,25 @@ def _pack(value: Any) -> bytes:
     return canonical_pack(value)
 
 
+def pack_record(record: Any) -> bytes:
+    """The canonical msgpack bytes of ``record``: what its head hashes.
+
+    Packing a classic record costs about as much as everything else at the end of a match. A
+    caller that needs the head, signatures and the stored bytes packs once and passes the bytes
+    on: ``packed = pack_record(record)``, ``head = head_of_bytes(packed)``,
+    ``sign_as(record, key, role, head=head)``, ``dump_signed(packed, sigs)``.
+    """
+    return _pack(record)
+
+
+def head_of_bytes(packed: bytes) -> bytes:
+    """The head of the record whose canonical bytes (:func:`pack_record`) are ``packed``."""
+    return hashlib.sha256(_HEAD_PREFIX + packed).digest()
+
+
 def record_head(record: Any) -> bytes:
     """The 32-byte head that every signature of ``record`` signs."""
-    return hashlib.sha256(_HEAD_PREFIX + _pack(record)).digest()
+    return head_of_bytes(_pack(record))
 
 
 def sign_record(record: Any, key: Ed25519PrivateKey) -> bytes:
@@ -170,33 +206,67 @@ def sign_record(record: Any, key: Ed25519PrivateKey) -> bytes:
     return key.sign(record_head(record))
 
 
-def sign_as(record: Any, key: Ed25519PrivateKey, role: str) -> dict[str, Any]:
-    """A signature entry ``{"key", "sig", "role"}`` of ``record`` by ``key`` in ``role``."""
+def sign_as(
+    record: Any, key: Ed25519PrivateKey, role: str, *, head: bytes | None = None
+) -> dict[str, Any]:
+    """A signature entry ``{"key", "role", "sig"}`` of ``record`` by ``key`` in ``role``.
+
+    ``head``, when the caller has it already (:func:`head_of_bytes`), is ``record``'s head.
+    """
     if role not in ROLES:
         raise LocalProtocolError(ErrorCode.RECORD_INVALID, f"role {role!r}: one of {ROLES}")
+    # Keys in canonical order, so that a signed record packs without being rebuilt.
     return {
         "key": key.public_key().public_bytes_raw(),
-        "sig": sign_record(record, key),
         "role": role,
+        "sig": key.sign(record_head(record) if head is None else head),
     }
 
 
-def seal(record: Any, signers: Iterable[tuple[str, Ed25519PrivateKey]]) -> dict[str, Any]:
-    """The signed record ``{"record", "sigs"}`` with a signature by each ``(role, key)``."""
-    return {"record": record, "sigs": [sign_as(record, key, role) for role, key in signers]}
+def seal(
+    record: Any,
+    signers: Iterable[tuple[str, Ed25519PrivateKey]],
+    *,
+    head: bytes | None = None,
+) -> dict[str, Any]:
+    """The signed record ``{"record", "sigs"}`` with a signature by each ``(role, key)``.
+
+    The record is packed once for all the signatures (or not at all, given its ``head``).
+    """
+    sigs = []
+    for role, key in signers:
+        if head is None and role in ROLES:
+            head = record_head(record)
+        sigs.append(sign_as(record, key, role, head=head))
+    return {"record": record, "sigs": sigs}
 
 
-def cosign(signed: dict[str, Any], key: Ed25519PrivateKey, role: str) -> dict[str, Any]:
+def cosign(
+    signed: dict[str, Any], key: Ed25519PrivateKey, role: str, *, head: bytes | None = None
+) -> dict[str, Any]:
     """A copy of ``signed`` with one more signature (a player co-signing the referee's record)."""
     return {
         "record": signed["record"],
-        "sigs": [*signed["sigs"], sign_as(signed["record"], key, role)],
+        "sigs": [*signed["sigs"], sign_as(signed["record"], key, role, head=head)],
     }
 
 
 def dump_record(signed: Any) -> bytes:
     """The canonical msgpack bytes of a signed record, for the wire and the disk."""
     return _pack(signed)
+
+
+# A map of two entries, "record" then "sigs" (canonical order), as msgpack writes them.
+_SIGNED_RECORD = b"\x82\xa6record"
+_SIGNED_SIGS = b"\xa4sigs"
+
+
+def dump_signed(packed: bytes, sigs: Any) -> bytes:
+    """``dump_record({"record": record, "sigs": sigs})``, from ``packed = pack_record(record)``.
+
+    The record is not packed again: only the signatures are.
+    """
+    return _SIGNED_RECORD + packed + _SIGNED_SIGS + _pack(sigs)
 
 
 def _no_ext(code: int, data: bytes) -> Any:
@@ -363,6 +433,8 @@ def _check_signatures(
 
 def _seat(e: dict[str, Any]) -> int:
     s = e["seat"]
+    if type(s) is int:
+        return s
     if not _is_int(s):
         raise RecordError("seat is an integer")
     return int(s)
@@ -370,6 +442,8 @@ def _seat(e: dict[str, Any]) -> int:
 
 def _member(e: dict[str, Any]) -> int:
     m = e["member"]
+    if type(m) is int:
+        return m
     if not _is_int(m):
         raise RecordError("member is an integer")
     return int(m)
@@ -392,6 +466,12 @@ _ENTRY_KEYS: dict[str, frozenset[str]] = {
 _cell = functools.lru_cache(maxsize=4096)(parse_cell)
 
 
+def _shows_ship(v: Verdict) -> bool:
+    if v.sunk and any(claim.opening is not None for claim in v.sunk):
+        return True
+    return any(res.sunk is not None and res.sunk.opening is not None for res in v.results)
+
+
 def _apply(g: Game, e: dict[str, Any]) -> None:
     """Feed one transcript entry to ``g`` as the referee did."""
     kind = e.get("in")
@@ -400,21 +480,36 @@ def _apply(g: Game, e: dict[str, Any]) -> None:
     if e.keys() != _ENTRY_KEYS[kind]:
         raise RecordError(f"a {kind} entry is {{{', '.join(sorted(_ENTRY_KEYS[kind]))}}}")
     r = g.rules
-    if kind == "commit":
+    # The two entries of every shot first.
+    if kind == "fire":
+        cells = e["cells"]
+        single = type(cells) is list and len(cells) == 1 and type(cells[0]) is str
+        if not single and (
+            not isinstance(cells, list) or not all(isinstance(c, str) for c in cells)
+        ):
+            raise RecordError("cells is a list of cell labels")
+        seat = _seat(e)
+        if single:
+            called = [_cell(cells[0], r.rows, r.cols)]
+        else:
+            called = [_cell(c, r.rows, r.cols) for c in cells]
+        g.fire(seat, called, _member(e))
+    elif kind == "answer":
+        seat, wire = _seat(e), e["verdict"]
+        verdict = Verdict.from_dict(wire)
+        # The game logs the recorded map itself rather than verdict.to_dict(), which would equal
+        # it: from_dict accepts exact types only and to_dict gives them back, so the check in
+        # _replay_game stays the same check. The exception is a shown ship, whose placement
+        # from_dict also accepts as a tuple (to_dict gives a list): those verdicts are rebuilt.
+        g.answer(seat, verdict, wire=None if _shows_ship(verdict) else wire)
+    elif kind == "commit":
         g.commit(_seat(e), Commitment.from_dict(e["commitment"]))
     elif kind == "set_first":
         g.set_first(_seat(e))
-    elif kind == "fire":
-        cells = e["cells"]
-        if not isinstance(cells, list) or not all(isinstance(c, str) for c in cells):
-            raise RecordError("cells is a list of cell labels")
-        g.fire(_seat(e), [_cell(c, r.rows, r.cols) for c in cells], _member(e))
     elif kind == "radar":
         if not isinstance(e["at"], str):
             raise RecordError("at is a cell label")
         g.radar(_seat(e), _cell(e["at"], r.rows, r.cols), _member(e))
-    elif kind == "answer":
-        g.answer(_seat(e), Verdict.from_dict(e["verdict"]))
     elif kind == "expire":
         try:
             clock = Deadline(e["clock"])
@@ -461,6 +556,7 @@ def _replay_game(
         problems.append(f"transcript_invalid: game {number}: {e.detail}")
         summary.ok, summary.reason = False, problems[-1]
         return summary, False
+    g._quiet = True  # the replay reads the game's state, never its events
     ended = 0
     for j, entry in enumerate(gd["transcript"], 1):
         try:

@@ -38,6 +38,12 @@ class Result(StrEnum):
     SUNK = "sunk"
 
 
+_RESULTS = {r.value: r for r in Result}
+_CLAIM_KEYS = frozenset({"k", "open"})
+_RESULT_KEYS = frozenset({"r", "open", "sunk"})
+_VERDICT_KEYS = frozenset({"n", "results", "total", "sunk", "found"})
+
+
 @dataclass(frozen=True, slots=True)
 class Shot:
     """Shot ``n`` of a game: ``seat`` calls ``cells`` (or scans the radar area at ``cells[0]``)."""
@@ -62,7 +68,7 @@ class SunkClaim:
     @classmethod
     def from_dict(cls, d: Any) -> SunkClaim:
         """Parse the wire form."""
-        if not isinstance(d, dict) or set(d) != {"k", "open"}:
+        if not isinstance(d, dict) or d.keys() != _CLAIM_KEYS:
             raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, "a sunk claim is {k, open}")
         k = d["k"]
         if isinstance(k, bool) or not isinstance(k, int):
@@ -89,16 +95,21 @@ class CellResult:
     @classmethod
     def from_dict(cls, d: Any) -> CellResult:
         """Parse the wire form."""
-        if not isinstance(d, dict) or set(d) != {"r", "open", "sunk"}:
+        if not isinstance(d, dict) or d.keys() != _RESULT_KEYS:
             raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, "a cell result is {r, open, sunk}")
-        try:
-            r = Result(d["r"])
-        except ValueError:
-            raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, f"result {d['r']!r}") from None
+        r = d["r"]
+        # A plain string is looked up directly; anything else goes through Result() (slow).
+        result = _RESULTS.get(r) if type(r) is str else None
+        if result is None:
+            try:
+                result = Result(r)
+            except ValueError:
+                raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, f"result {r!r}") from None
+        sunk = d["sunk"]
         return cls(
-            r,
+            result,
             CellOpening.from_dict(d["open"]),
-            None if d["sunk"] is None else SunkClaim.from_dict(d["sunk"]),
+            None if sunk is None else SunkClaim.from_dict(sunk),
         )
 
 
@@ -130,9 +141,10 @@ class Verdict:
     @classmethod
     def from_dict(cls, d: Any) -> Verdict:
         """Parse the wire form; structure only (the game checks it against the shot)."""
-        keys = {"n", "results", "total", "sunk", "found"}
-        if not isinstance(d, dict) or set(d) != keys:
-            raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, f"a verdict is {sorted(keys)}")
+        if not isinstance(d, dict) or d.keys() != _VERDICT_KEYS:
+            raise RemoteProtocolError(
+                ErrorCode.BAD_MESSAGE, f"a verdict is {sorted(_VERDICT_KEYS)}"
+            )
         n, total, found = d["n"], d["total"], d["found"]
         if isinstance(n, bool) or not isinstance(n, int):
             raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, "verdict n is an integer")
@@ -140,13 +152,14 @@ class Verdict:
             raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, "verdict total is an integer")
         if found is not None and not isinstance(found, bool):
             raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, "verdict found is a boolean")
-        if not isinstance(d["results"], list) or not isinstance(d["sunk"], list):
+        results, sunk = d["results"], d["sunk"]
+        if not isinstance(results, list) or not isinstance(sunk, list):
             raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, "results and sunk are lists")
         return cls(
             n,
-            tuple(CellResult.from_dict(r) for r in d["results"]),
+            tuple(map(CellResult.from_dict, results)),
             total,
-            tuple(SunkClaim.from_dict(s) for s in d["sunk"]),
+            tuple(map(SunkClaim.from_dict, sunk)) if sunk else (),
             found,
         )
 
@@ -165,6 +178,12 @@ class TrueCell:
     ship: int | None
 
 
+# The results that carry no ship index: one object each, shared (TrueCell is frozen).
+_MISS_CELL = TrueCell(Result.MISS, None)
+_HIT_CELL = TrueCell(Result.HIT, None)
+_SILENT = SunkReport.SILENT
+
+
 def true_answer(
     rules: RuleSet, occupancy: Sequence[int], hit_before: set[int], shot: Shot
 ) -> tuple[list[TrueCell], bool | None]:
@@ -177,31 +196,34 @@ def true_answer(
     if shot.radar:
         found = any(occupancy[c.index(rules.cols)] for c in radar_cells(rules, shot.cells[0]))
         return [], found
-    hits = set(hit_before)
+    cols = rules.cols
+    named = rules.sunk is not _SILENT
+    hits: set[int] | None = None  # hit_before and this shot's hits, copied at the first hit
     out = []
     for c in shot.cells:
-        i = c.index(rules.cols)
+        i = c.index(cols)
         o = occupancy[i]
         if not o:
-            out.append(TrueCell(Result.MISS, None))
+            out.append(_MISS_CELL)
             continue
+        if hits is None:
+            hits = set(hit_before)
         hits.add(i)
         # Sunk when every cell of the ship is hit, counted over the few hits rather than the whole
         # grid: the reveal check calls this for every shot of a game.
-        if rules.sunk is not SunkReport.SILENT and occupancy.count(o) == sum(
-            1 for x in hits if occupancy[x] == o
-        ):
+        if named and occupancy.count(o) == [occupancy[x] for x in hits].count(o):
             out.append(TrueCell(Result.SUNK, o - 1))
         else:
-            out.append(TrueCell(Result.HIT, None))
-    # A ship whose cells were all called in this salvo sinks once: on its last called cell.
-    seen: set[int] = set()
-    for j in range(len(out) - 1, -1, -1):
-        t = out[j]
-        if t.result is Result.SUNK and t.ship is not None:
-            if t.ship in seen:
-                out[j] = TrueCell(Result.HIT, None)
-            seen.add(t.ship)
+            out.append(_HIT_CELL)
+    if len(out) > 1:
+        # A ship whose cells were all called in this salvo sinks once: on its last called cell.
+        seen: set[int] = set()
+        for j in range(len(out) - 1, -1, -1):
+            t = out[j]
+            if t.result is Result.SUNK and t.ship is not None:
+                if t.ship in seen:
+                    out[j] = _HIT_CELL
+                seen.add(t.ship)
     return out, None
 
 

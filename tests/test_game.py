@@ -704,3 +704,14 @@ def test_the_verdict_must_answer_the_pending_shot() -> None:
     with pytest.raises(Refused):
         g.answer(0, Verdict(1, found=True))
     assert g.view() == before
+
+
+def test_an_answer_logs_the_map_it_was_parsed_from() -> None:
+    g, ds = start(preset("classic"), random.Random(3))
+    shot = g.fire(0, [cell(g.rules, 0)])[0].shot
+    assert shot is not None
+    wire = ds[1].answer(shot).to_dict()
+    events = g.answer(1, Verdict.from_dict(wire), wire=wire)
+    assert [e.kind for e in events] == ["verdict"]
+    assert g.transcript[-1]["verdict"] is wire
+    assert wire == g.shots[-1][1].to_dict()  # what it would have logged

@@ -15,6 +15,7 @@ from typing import Any
 import msgpack
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from seabattle.protocol.canonical import canonical_pack
 from seabattle.protocol.commit import Committed
 from seabattle.protocol.errors import ErrorCode
 from seabattle.protocol.fleet import random_fleet
@@ -26,7 +27,10 @@ from seabattle.protocol.record import (
     build_record,
     cosign,
     dump_record,
+    dump_signed,
+    head_of_bytes,
     load_record,
+    pack_record,
     record_head,
     seal,
     sign_as,
@@ -362,3 +366,25 @@ def test_duplicate_roles_are_malformed(refereed: Record) -> None:
 
 def test_signing_is_over_the_head(refereed: Record) -> None:
     REFEREE.public_key().verify(sign_record(refereed, REFEREE), record_head(refereed))
+
+
+# -- packing once ----------------------------------------------------------------------------------
+
+
+def test_a_record_packed_once_gives_the_same_head_signatures_and_bytes(refereed: Record) -> None:
+    packed = pack_record(refereed)
+    head = head_of_bytes(packed)
+    assert head == record_head(refereed)
+    sig = sign_as(refereed, REFEREE, "referee", head=head)
+    assert sig == sign_as(refereed, REFEREE, "referee")
+    signed = {"record": refereed, "sigs": [sig]}
+    assert dump_signed(packed, signed["sigs"]) == dump_record(signed)
+    assert seal(refereed, [("referee", REFEREE)], head=head) == by_referee(refereed)
+    assert cosign(signed, SEAT0, "seat0", head=head) == cosign(signed, SEAT0, "seat0")
+    assert verify_record(load_record(dump_signed(packed, signed["sigs"]))).ok
+
+
+def test_a_signed_record_is_canonical_as_built(refereed: Record) -> None:
+    signed = cosign(by_referee(refereed), SEAT1, "seat1")
+    assert dump_record(signed) == canonical_pack(signed)
+    assert list(signed["sigs"][0]) == sorted(signed["sigs"][0])  # packs without a rebuild
