@@ -13,7 +13,14 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.protocol import messages as m
 from seabattle.protocol.errors import ErrorCode, Refused, RemoteProtocolError
-from seabattle.protocol.record import build_record, dump_record, load_record, record_head, sign_as
+from seabattle.protocol.record import (
+    build_record,
+    dump_signed,
+    head_of_bytes,
+    load_record,
+    pack_record,
+    sign_as,
+)
 
 from .referee import Referee
 from .store import BadSignature, Conflict, NotFound, Store
@@ -35,12 +42,15 @@ async def conclude(ref: Referee, store: Store, key: Ed25519PrivateKey) -> None:
     record = build_record(
         ref.match, [bytes.fromhex(p) for p in ref.players], key.public_key().public_bytes_raw()
     )
-    head = record_head(record)
-    sig = sign_as(record, key, "referee")
+    # Packing a record costs about as much as the rest of the match's end: pack it once for the
+    # head, the signature and the stored bytes.
+    packed = pack_record(record)
+    head = head_of_bytes(packed)
+    sig = sign_as(record, key, "referee", head=head)
     signed = {"record": record, "sigs": [sig]}
     result = ref.match.to_dict()
     now = _now()
-    await store.put_record(ref.hex, 0, dump_record(signed), sig["sig"], now)
+    await store.put_record(ref.hex, 0, dump_signed(packed, [sig]), sig["sig"], now)
     # Only now may players co-sign: a co-signature needs the stored record to go beside.
     ref.head, ref.signed = head, signed
     await store.finish_match(ref.hex, result, now)

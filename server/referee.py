@@ -259,7 +259,8 @@ class Referee:
             events = self._place(g, seat, msg)
         elif isinstance(msg, m.Answer):
             self._need(self.mode == "blind", "custody mode: the referee answers")
-            events = g.answer(seat, Verdict.from_dict(msg.verdict))
+            # The transcript logs the map as received (it is what from_dict accepted, exactly).
+            events = g.answer(seat, Verdict.from_dict(msg.verdict), wire=msg.verdict)
         elif isinstance(msg, m.RevealMsg):
             self._need(self.mode == "blind", "custody mode: the referee reveals")
             events = g.reveal(seat, Reveal.from_dict(msg.reveal))
