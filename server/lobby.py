@@ -269,14 +269,18 @@ class Lobby:
         return {"matches": rows}
 
     async def _join(self, peer: Peer, msg: m.Join) -> dict[str, Any] | None:
+        # Exactly one of match and invite (5.3): neither, or both, is BAD_MESSAGE.
+        if (msg.match is None) == (msg.invite is None):
+            raise RemoteProtocolError(
+                ErrorCode.BAD_MESSAGE, "join names exactly one of a match and an invitation"
+            )
         if msg.invite is not None:
             mid = self.invites.get(msg.invite.strip().upper())
             if mid is None:
                 raise Refused(ErrorCode.BAD_INVITE, "no open match has that invitation")
-        elif msg.match is not None:
-            mid = msg.match
         else:
-            raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, "join names a match or an invitation")
+            assert msg.match is not None
+            mid = msg.match
         om = self.open.get(mid)
         if om is None:
             if mid in self.running or mid in self.finished:
@@ -362,6 +366,13 @@ class Lobby:
         if seat is None:
             raise Refused(ErrorCode.NOT_ALLOWED, "you did not play in that match")
         offers = self.rematch_offers.setdefault(msg.match, {})
+        earlier = offers.get(seat)
+        if earlier is not None and earlier.peer.connected:
+            # The spec gives no rule for a repeat: the first offer stays pending and answers the
+            # match; the repeat is refused, citing it.
+            raise Refused(
+                ErrorCode.NOT_ALLOWED, f"a rematch is already pending (request {earlier.id})"
+            )
         offers[seat] = _Waiting(peer, msg.id)
         if len(offers) < 2:
             return None

@@ -173,6 +173,9 @@ class Referee:
         view: dict[str, Any] = g.view() if g else {}
         view.update(self.match.to_dict())
         view["mode"] = self.mode
+        # SHOULD (6.6): a spectator gets no start, and reads the boards with these.
+        view["rules"] = self.rules.to_dict()
+        view["players"] = list(self.players)
         if g is not None and None not in g.commitments:
             # A client resuming mid-game checks the opponent's openings against these.
             view["commitments"] = [c.to_dict() for c in g.commitments if c is not None]

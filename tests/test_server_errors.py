@@ -18,6 +18,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.protocol import messages as m
 from seabattle.protocol.codec import encode_frame
 from seabattle.protocol.errors import ErrorCode
+from seabattle.protocol.rules import rules_from_dict
 from seabattle.protocol.session import State, auth_payload
 from seabattle.server.config import Limits
 from seabattle.server.lobby import Lobby
@@ -87,6 +88,10 @@ async def test_refused_moves_leave_the_match_unchanged(
     ok = await spy.request(m.Watch(1, mid))
     assert isinstance(ok, m.Ok)
     before = (await spy.expect(m.Snapshot)).view
+    # A spectator gets no start: the view carries the rule set and the players (6.6 SHOULD).
+    assert before["rules"] == rules_from_dict(SMALL).to_dict()
+    by_seat = {ba.seat: a.player, bb.seat: b.player}
+    assert before["players"] == [by_seat[0], by_seat[1]] and "" not in by_seat.values()
 
     async def refused(c: TC, msg: m.Message) -> int:
         await c.send(msg)
@@ -181,6 +186,14 @@ async def test_lobby_refusals(tmp_path: Path, nursery: trio.Nursery) -> None:
     # The private match is joined by its invitation.
     assert await code(b, m.Join(14, None, priv.data["invite"].lower())) is None
     assert await code(a, m.Join(15, priv.data["match"], None)) == ErrorCode.MATCH_FULL
+    # join names exactly one of match and invitation: neither, or both, is BAD_MESSAGE (5.3).
+    assert await code(b, m.Join(16, None, None)) == ErrorCode.BAD_MESSAGE
+    open3 = await b.request(m.Create(17, SMALL, "blind", True))
+    assert isinstance(open3, m.Ok), open3
+    both = m.Join(18, open3.data["match"], open3.data["invite"])
+    assert await code(a, both) == ErrorCode.BAD_MESSAGE
+    listed = await a.request(m.ListMatches(19))
+    assert open3.data["match"] in [x["match"] for x in listed.data["matches"]]
 
 
 async def test_rematch_cosign_errors_and_leave(tmp_path: Path, nursery: trio.Nursery) -> None:
@@ -194,8 +207,13 @@ async def test_rematch_cosign_errors_and_leave(tmp_path: Path, nursery: trio.Nur
     await a.send(m.CoSign(mid, ba.result.head, b.key.sign(ba.result.head)))
     assert (await error(a)).code == ErrorCode.BAD_SIGNATURE
     await a.send(m.Rematch(1, mid))
+    # A repeat from the same seat is refused, citing the pending request, which stays pending.
+    await a.send(m.Rematch(5, mid))
+    again = await error(a)
+    assert (again.code, again.ref) == (ErrorCode.NOT_ALLOWED, 5) and "request 1" in again.msg
     await b.send(m.Rematch(2, mid))
     oka, okb = await a.expect(m.Ok), await b.expect(m.Ok)
+    assert (oka.ref, okb.ref) == (1, 2)
     assert oka.data["match"] == okb.data["match"] != mid
     # Seats swap in the rematch; then a leaves it, forfeiting.
     sa = await a.expect(m.Start)
