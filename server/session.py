@@ -1,11 +1,14 @@
 """One task per connection: the sans-IO :class:`Connection` over a trio stream.
 
-Theory of operation. :meth:`Client.run` owns three tasks: the *reader* feeds received bytes to
+Theory of operation. :meth:`Client.run` owns two tasks: the *reader* feeds received bytes to
 ``Connection(Role.SERVER)`` and handles each message in turn; the *writer* is the only task that
 writes to the stream, draining a queue bounded in frames and in bytes that :meth:`Client.send`
 fills without ever blocking (a peer whose queue is full is too slow to follow and is dropped, so a
-slow spectator can never hold up a match); the *heartbeat* pings a quiet peer. Deadlines: the
-handshake must finish within ``handshake_timeout``, and a peer silent for ``idle_timeout`` is gone.
+slow spectator can never hold up a match). The reader also keeps the heartbeat: it waits for data
+with a deadline, and when the peer has been quiet for ``ping_interval`` it pings it (and again
+every ``ping_interval`` of further silence) and goes on waiting; a task per connection costs
+memory, and this one only ever slept. Deadlines: the handshake must finish within
+``handshake_timeout``, and a peer silent for ``idle_timeout`` is gone.
 
 Frames are limited per direction: a client's at ``Limits.max_recv`` (64 KiB, what one peer can
 make the server buffer), the server's own at ``Limits.max_send`` (16 MiB, a long match's record).
@@ -80,7 +83,6 @@ class Client:
         self.bucket = TokenBucket(self.limits.rate, self.limits.burst)
         self.last_rx = trio.current_time()
         self._scope = trio.CancelScope()  # the reader
-        self._hb_scope = trio.CancelScope()
         self._writer_scope = trio.CancelScope()
         self._closing = False
         self._gone = False  # run() has ended: the lobby has been told
@@ -165,7 +167,6 @@ class Client:
         self._closing = True
         self._out.close()
         self._scope.cancel()
-        self._hb_scope.cancel()
         self._writer_scope.deadline = min(
             self._writer_scope.deadline, trio.current_time() + self.limits.flush_timeout
         )
@@ -188,7 +189,6 @@ class Client:
         self._closing = True
         self._out.close()
         self._scope.cancel()
-        self._hb_scope.cancel()
         self._writer_scope.cancel()
 
     # -- the tasks --------------------------------------------------------------------------------
@@ -199,7 +199,6 @@ class Client:
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._writer)
-                nursery.start_soon(self._heartbeat)
                 with self._scope:
                     await self._reader()
                 # The reader ended (EOF, error, close()): let the writer drain, then stop.
@@ -260,41 +259,41 @@ class Client:
                 self.log.exception("writer failed")
                 self.kill()
 
-    async def _heartbeat(self) -> None:
-        every = self.limits.ping_interval
-        with self._hb_scope:
-            while True:
-                quiet_until = self.last_rx + every
-                if trio.current_time() < quiet_until:
-                    await trio.sleep_until(quiet_until)
-                    continue
-                if self.authed:
-                    self._pings += 1
-                    self.send(m.Ping(self._pings))
-                await trio.sleep(every)
-
     async def _reader(self) -> None:
+        every = self.limits.ping_interval
         handshake_deadline = trio.current_time() + self.limits.handshake_timeout
+        # The heartbeat: ping once the peer has been quiet for ``every``, then every ``every`` of
+        # further silence (only once authenticated); data from the peer starts the count again.
+        ping_at = self.last_rx + every
         while True:
             if self.authed:
                 deadline = self.last_rx + self.limits.idle_timeout
             else:
                 deadline = handshake_deadline
-            with trio.move_on_at(deadline) as cs:
+            with trio.move_on_at(min(deadline, ping_at)) as cs:
                 try:
                     data = await self.stream.receive_some(65536)
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     return
             if cs.cancelled_caught:
-                what = "handshake" if not self.authed else "idle"
-                self.error(ErrorCode.TIMEOUT, f"{what} timeout")
-                self.close("timeout")
-                return
+                now = trio.current_time()
+                if now >= deadline:
+                    what = "handshake" if not self.authed else "idle"
+                    self.error(ErrorCode.TIMEOUT, f"{what} timeout")
+                    self.close("timeout")
+                    return
+                if now >= ping_at:
+                    if self.authed:
+                        self._pings += 1
+                        self.send(m.Ping(self._pings))
+                    ping_at = now + every
+                continue
             if not data:
                 with contextlib.suppress(ProtocolError):
                     self.conn.receive_eof()
                 return
             self.last_rx = trio.current_time()
+            ping_at = self.last_rx + every
             self.metrics.bytes_in += len(data)
             try:
                 items = self.conn.receive_data(bytes(data))
@@ -314,6 +313,7 @@ class Client:
                     return
             # Time spent handling (a slow store) is not the peer's silence.
             self.last_rx = trio.current_time()
+            ping_at = self.last_rx + every
 
     # -- messages ---------------------------------------------------------------------------------
 
