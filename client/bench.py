@@ -470,6 +470,35 @@ class _Shooter:
         self.scope = None
         return None if cs.cancelled_caught else data
 
+    async def _wake(self) -> None:
+        """The wake-up time came: fire the next shot."""
+        await self._fire()
+
+    async def _loop(self, stream: trio.SocketStream, conn: Connection) -> None:
+        """Handle messages, and act when the clock says, until the stream closes."""
+        while True:
+            if self.wake_at <= trio.current_time():
+                self.wake_at = math.inf
+                await self._wake()
+                continue
+            data = await self._receive(stream)
+            if data is None:
+                continue
+            if not data:
+                return
+            for item in conn.receive_data(data):
+                if isinstance(item, ProtocolError):
+                    self.run.errors[_code_name(item.code)] += 1
+                else:
+                    await self.on(item)
+
+    async def _fire(self) -> None:
+        raise NotImplementedError
+
+    async def on(self, msg: m.Message) -> None:
+        """Handle one message from the server (or the baseline)."""
+        raise NotImplementedError
+
 
 class _Player(_Shooter):
     """One seat: an honest, cheap bot over one TCP connection to the real server."""
@@ -614,26 +643,16 @@ class _Player(_Shooter):
         backlog, self.backlog = self.backlog, []
         for msg in backlog:
             await self.on(msg)
-        stream, conn = self.stream, self.conn
-        while True:
-            if self.wake_at <= trio.current_time():
-                self.wake_at = math.inf
-                if self.resend:
-                    self.resend = False
-                    await stream.send_all(self.last)
-                else:
-                    await self._fire()
-                continue
-            data = await self._receive(stream)
-            if data is None:
-                continue
-            if not data:
-                return
-            for item in conn.receive_data(data):
-                if isinstance(item, ProtocolError):
-                    self.run.errors[_code_name(item.code)] += 1
-                else:
-                    await self.on(item)
+        await self._loop(self.stream, self.conn)
+
+    async def _wake(self) -> None:
+        # A frame the server refused for the rate limit goes again as it was (same seq).
+        if self.resend:
+            assert self.stream is not None
+            self.resend = False
+            await self.stream.send_all(self.last)
+        else:
+            await self._fire()
 
 
 _LOST = (trio.BrokenResourceError, trio.ClosedResourceError, OSError, ProtocolError)
@@ -740,23 +759,9 @@ class _BarePlayer(_Shooter):
             self._turn()
 
     async def play(self) -> None:
+        """Fire and answer until cancelled or closed."""
         assert self.stream is not None
-        stream, conn = self.stream, self.conn
-        while True:
-            if self.wake_at <= trio.current_time():
-                self.wake_at = math.inf
-                await self._fire()
-                continue
-            data = await self._receive(stream)
-            if data is None:
-                continue
-            if not data:
-                return
-            for item in conn.receive_data(data):
-                if isinstance(item, ProtocolError):
-                    self.run.errors[_code_name(item.code)] += 1
-                else:
-                    await self.on(item)
+        await self._loop(self.stream, self.conn)
 
 
 async def _setup_bare(
