@@ -23,6 +23,7 @@ from seabattle.protocol.session import (
     SUPPORTED_VERSIONS,
     auth_payload,
 )
+from seabattle.server.keys import load_or_create_key
 
 __all__ = [
     "AGENT",
@@ -77,26 +78,11 @@ def load_key(path: str | os.PathLike[str] | None, *, create: bool = True) -> Ed2
     """
     if path is None:
         return Ed25519PrivateKey.generate()
-    p = Path(path)
-    if not p.exists():
-        if not create:
-            raise FileNotFoundError(p)
-        key = Ed25519PrivateKey.generate()
-        pem = key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-        p.write_bytes(pem)
-        p.chmod(0o600)
-        return key
-    data = p.read_bytes()
-    if len(data) == 32:
-        return Ed25519PrivateKey.from_private_bytes(data)
-    loaded = serialization.load_pem_private_key(data, password=None)
-    if not isinstance(loaded, Ed25519PrivateKey):
-        raise ValueError(f"{p} does not hold an Ed25519 private key")
-    return loaded
+    if not create and not Path(path).exists():
+        raise FileNotFoundError(path)
+    # One implementation for players and the server: it creates the file with owner-only
+    # permissions from the start (O_EXCL), so the key is never readable by others, not even briefly.
+    return load_or_create_key(path)
 
 
 def public_key(key: Ed25519PrivateKey) -> bytes:
