@@ -89,6 +89,7 @@ async def serve(
         lobby = Lobby(store, key, matches, limits, stats)
         ident = Identity(key, public, store, lobby, limits, guests, {}, {}, stats)
         stats.gauges = lambda: lobby.gauges(len(clients))
+        outer.start_soon(ident.heartbeat.run)
         listeners: list[trio.abc.Listener[Any]] = list(
             await trio.open_tcp_listeners(port, host=host)
         )
@@ -101,7 +102,7 @@ async def serve(
             stats.connections_total += 1
             if len(clients) >= limits.max_clients:
                 stats.connections_busy += 1
-                # Each connection costs three tasks and buffers: past the bound, say why and go.
+                # Each connection costs a task and buffers: past the bound, say why and go.
                 with trio.move_on_after(1):
                     await client.goodbye("busy")
                 with trio.CancelScope(shield=True):

@@ -1,14 +1,21 @@
 """One task per connection: the sans-IO :class:`Connection` over a trio stream.
 
-Theory of operation. :meth:`Client.run` owns two tasks: the *reader* feeds received bytes to
-``Connection(Role.SERVER)`` and handles each message in turn; the *writer* is the only task that
-writes to the stream, draining a queue bounded in frames and in bytes that :meth:`Client.send`
-fills without ever blocking (a peer whose queue is full is too slow to follow and is dropped, so a
-slow spectator can never hold up a match). The reader also keeps the heartbeat: it waits for data
-with a deadline, and when the peer has been quiet for ``ping_interval`` it pings it (and again
-every ``ping_interval`` of further silence) and goes on waiting; a task per connection costs
-memory, and this one only ever slept. Deadlines: the handshake must finish within
-``handshake_timeout``, and a peer silent for ``idle_timeout`` is gone.
+Theory of operation. :meth:`Client.run` is the connection's only task while the peer keeps up:
+it feeds received bytes to ``Connection(Role.SERVER)`` and handles each message in turn.
+:meth:`Client.send` never blocks and never waits for a task: on a plain TCP stream it writes the
+frame to the socket at once (the socket is non-blocking; this is what trio's ``send_all`` does
+first, without its two trips through the scheduler). Only what the kernel will not take now - a
+peer that reads slowly, a large record - is kept in a backlog, and a writer task is started to
+drain it; it ends when the backlog is empty. Other streams (TLS) always go through the writer.
+The backlog is bounded in frames and in bytes: a peer that falls that far behind is too slow to
+follow and is dropped, so a slow spectator can never hold up a match.
+
+Timers do not cost a task or a cancel scope per read either. One :class:`Heartbeat` task per
+server keeps a heap with one entry per connection: when an entry comes due it looks at when the
+peer was last heard from, and pings it (quiet for ``ping_interval``, and again every
+``ping_interval`` of further silence), closes it (``handshake_timeout`` before authentication,
+``idle_timeout`` of silence after), or puts the entry back for later. Data from the peer only
+updates a timestamp.
 
 Frames are limited per direction: a client's at ``Limits.max_recv`` (64 KiB, what one peer can
 make the server buffer), the server's own at ``Limits.max_send`` (16 MiB, a long match's record).
@@ -22,7 +29,11 @@ another connection or match.
 from __future__ import annotations
 
 import contextlib
+import heapq
+import itertools
 import logging
+import math
+import os
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -39,14 +50,60 @@ from .lobby import Lobby
 from .metrics import Metrics
 from .store import Store
 
-__all__ = ["Client", "Identity", "TokenBucket"]
+__all__ = ["Client", "Heartbeat", "Identity", "TokenBucket"]
 
 _log = logging.getLogger("seabattle.server.session")
 
-#: The writer sends whatever is queued in one ``send_all``, up to this many frames ...
-WRITE_BATCH_FRAMES = 64
-#: ... or until the batch reaches this many bytes (a larger frame still goes, alone or last).
-WRITE_BATCH_BYTES = 64 * 1024
+#: The writer sends the backlog in writes of at most this many bytes (a larger frame goes alone).
+WRITE_BATCH_BYTES = 256 * 1024
+
+#: Timers the heartbeat handles before it lets other tasks run: when thousands of connections
+#: came up together their timers come due together, and matches must not wait for all of them.
+HEARTBEAT_BATCH = 256
+
+
+class Heartbeat:
+    """The timers of every connection of a server, in one task (:meth:`run`).
+
+    Each connection has one entry in a heap, due at its next possible ping or timeout; traffic
+    does not touch the heap, so a busy connection costs nothing here and an idle one an entry
+    visit per ``ping_interval``. See the module docstring.
+    """
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, Client]] = []
+        self._count = itertools.count()
+        self._wake = trio.Event()
+        self._next = math.inf
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def add(self, client: Client, due: float) -> None:
+        """Look at ``client`` at trio time ``due`` (and from then on as it asks)."""
+        heapq.heappush(self._heap, (due, next(self._count), client))
+        if due < self._next:
+            self._wake.set()
+
+    async def run(self) -> None:
+        """Serve the timers until cancelled."""
+        heap = self._heap
+        while True:
+            now = trio.current_time()
+            done = 0
+            while heap and heap[0][0] <= now:
+                _, n, client = heapq.heappop(heap)
+                due = client.tick(now)
+                if due is not None:
+                    heapq.heappush(heap, (due, n, client))
+                done += 1
+                if done >= HEARTBEAT_BATCH:
+                    await trio.lowlevel.checkpoint()
+                    now, done = trio.current_time(), 0
+            self._next = heap[0][0] if heap else math.inf
+            self._wake = trio.Event()
+            with trio.move_on_at(self._next):
+                await self._wake.wait()
 
 
 @dataclass(slots=True)
@@ -62,6 +119,15 @@ class Identity:
     tokens: dict[bytes, str]  #: resume token -> player id
     player_tokens: dict[str, bytes]  #: player id -> its resume token
     metrics: Metrics = field(default_factory=Metrics)
+    #: the connections' timers; :func:`~.app.serve` runs its task (without it, none fire)
+    heartbeat: Heartbeat = field(default_factory=Heartbeat)
+
+
+def _socket_fd(stream: trio.abc.Stream) -> int | None:
+    """The file descriptor to write ``stream``'s bytes to directly, if it is a plain socket."""
+    if type(stream) is trio.SocketStream:
+        return stream.socket.fileno()
+    return None
 
 
 class Client:
@@ -76,18 +142,24 @@ class Client:
         self.conn = Connection(
             Role.SERVER, max_recv=self.limits.max_recv, max_send=self.limits.max_send
         )
-        self._out, self._out_recv = trio.open_memory_channel[bytes](self.limits.send_queue)
         self.player = ""
         self.name = ""
         self.challenge = secrets.token_bytes(32)
         self.bucket = TokenBucket(self.limits.rate, self.limits.burst)
         self.last_rx = trio.current_time()
         self._scope = trio.CancelScope()  # the reader
-        self._writer_scope = trio.CancelScope()
+        self._fd = _socket_fd(stream)  # None: every frame goes through the writer task
+        self._backlog: list[bytes] = []  # frames the socket would not take yet, in order
+        self._queued = 0  # bytes in the backlog
+        self._writer_scope: trio.CancelScope | None = None  # set while a writer task runs
+        self._nursery: trio.Nursery | None = None
         self._closing = False
         self._gone = False  # run() has ended: the lobby has been told
-        self._queued = 0  # bytes in the send queue
         self._pings = 0
+        self._pinged_at = -math.inf
+        self._handling = False  # the reader is handling a message (it may await the store)
+        self._parked = False  # the heartbeat left this connection to the reader, see tick()
+        self._handshake_by = self.last_rx + self.limits.handshake_timeout
         self.log = ContextLog(_log, {"peer": peer})
 
     @property
@@ -103,7 +175,7 @@ class Client:
     # -- sending ----------------------------------------------------------------------------------
 
     def send(self, msg: m.Message) -> None:
-        """Queue ``msg``; a peer whose queue is full is dropped rather than waited for."""
+        """Send or queue ``msg``; a peer that falls too far behind is dropped, never waited for."""
         if self._closing:
             return
         if isinstance(msg, m.Error):
@@ -121,10 +193,10 @@ class Client:
             if not isinstance(msg, m.Error):
                 self.send(m.Error(int(ErrorCode.INTERNAL_ERROR), f"cannot send {msg.TAG}", None))
             return
-        self._enqueue(frame)
+        self._write(frame)
 
     def send_frame(self, frame: bytes, msg: m.Message) -> None:
-        """Queue ``frame``, already encoded from ``msg`` for many recipients (one encoding per
+        """Send ``frame``, already encoded from ``msg`` for many recipients (one encoding per
         event, not per peer). Outside the ready state, or past this connection's frame limit,
         ``msg`` goes through :meth:`send` instead, with its checks and errors."""
         if self._closing:
@@ -136,43 +208,64 @@ class Client:
         ):
             self.send(msg)
             return
+        self._write(frame)
+
+    def _write(self, frame: bytes) -> None:
+        metrics = self.metrics
+        metrics.messages_out += 1
+        metrics.bytes_out += len(frame)
+        if self._fd is not None and not self._backlog:
+            try:
+                sent = os.write(self._fd, frame)
+            except BlockingIOError:
+                sent = 0
+            except OSError:
+                # The peer reset the connection: the reader sees it too and ends the session.
+                self.kill()
+                return
+            if sent == len(frame):
+                return
+            frame = frame[sent:]
         self._enqueue(frame)
 
     def _enqueue(self, frame: bytes) -> None:
-        if self._queued + len(frame) > self.limits.send_queue_bytes:
-            # A few frames may be large (records): count bytes as well as frames, so a peer
-            # that asks for records and never reads cannot make the server hoard them.
-            self.log.warning("send queue over %d bytes: dropping", self.limits.send_queue_bytes)
-            self.kill()
-            return
-        try:
-            self._out.send_nowait(frame)
-            self._queued += len(frame)
-        except trio.WouldBlock:
+        limits = self.limits
+        if len(self._backlog) >= limits.send_queue:
             self.log.warning("send queue full: dropping the connection")
             self.kill()
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
-            pass
+            return
+        if self._queued + len(frame) > limits.send_queue_bytes:
+            # A few frames may be large (records): count bytes as well as frames, so a peer
+            # that asks for records and never reads cannot make the server hoard them.
+            self.log.warning("send queue over %d bytes: dropping", limits.send_queue_bytes)
+            self.kill()
+            return
+        self._backlog.append(frame)
+        self._queued += len(frame)
+        if self._writer_scope is None and self._nursery is not None:
+            self._writer_scope = trio.CancelScope()
+            self._nursery.start_soon(self._writer, self._writer_scope)
 
     def error(self, code: ErrorCode, detail: str, ref: int | None = None) -> None:
         """Send ``error{code, msg, ref}``."""
         self.send(m.Error(int(code), detail[:500], ref))
 
     def close(self, reason: str) -> None:
-        """Send ``bye{reason}``, then close once the queue has drained (or its deadline passed)."""
+        """Send ``bye{reason}``, then close once the backlog has drained (or its deadline has
+        passed)."""
         if self._closing:
             return
         if self.conn.state is not State.CLOSED:
             self.send(m.Bye(reason))
         self._closing = True
-        self._out.close()
         self._scope.cancel()
-        self._writer_scope.deadline = min(
-            self._writer_scope.deadline, trio.current_time() + self.limits.flush_timeout
-        )
+        if self._writer_scope is not None:
+            self._writer_scope.deadline = min(
+                self._writer_scope.deadline, trio.current_time() + self.limits.flush_timeout
+            )
 
     async def goodbye(self, reason: str) -> None:
-        """Write ``bye{reason}`` straight to the stream, bypassing the queue (last words only)."""
+        """Write ``bye{reason}`` straight to the stream, bypassing the backlog (last words only)."""
         if self._closing or self.conn.state is State.CLOSED:
             return
         self._closing = True
@@ -187,27 +280,31 @@ class Client:
     def kill(self) -> None:
         """Close at once, without draining."""
         self._closing = True
-        self._out.close()
+        self._backlog.clear()
+        self._queued = 0
         self._scope.cancel()
-        self._writer_scope.cancel()
+        if self._writer_scope is not None:
+            self._writer_scope.cancel()
 
     # -- the tasks --------------------------------------------------------------------------------
 
     async def run(self) -> None:
         """Serve the connection until it closes; never raises (except for cancellation)."""
         self.log.info("connected")
+        self.ident.heartbeat.add(self, self._handshake_by)
         try:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._writer)
+                self._nursery = nursery
                 with self._scope:
                     await self._reader()
-                # The reader ended (EOF, error, close()): let the writer drain, then stop.
+                # The reader ended (EOF, error, close()): a writer, if any, drains, then stops.
                 self.close("closed")
         except Exception:
             self.log.exception("connection failed")
         finally:
             cancelled = not self._closing
             self._gone = True
+            self._nursery = None
             if self.player:
                 self.ident.lobby.disconnected(self)
             with (
@@ -220,100 +317,105 @@ class Client:
                     # phase): still tell the peer, so it knows this is no network failure.
                     await self.goodbye("shutdown")
                 self._closing = True
+                # The descriptor number is free for reuse once the stream closes.
+                self._fd = None
                 await self.stream.aclose()
             self.log.info("closed")
 
-    async def _writer(self) -> None:
-        metrics = self.metrics
-        with self._writer_scope:
-            out = self._out_recv
-            try:
-                async for frame in out:
-                    # Whatever else is queued goes in the same write: one handler usually queues
-                    # several frames (custody: shot + verdict), and each send_all is a syscall and
-                    # a trip through trio's scheduler.
-                    size, count = len(frame), 1
-                    batch: list[bytes] | None = None
-                    # ``_queued`` counts the bytes still queued, this frame's included: more
-                    # than ``size`` means another frame is waiting (no WouldBlock to raise).
-                    while (
-                        self._queued > size
-                        and size < WRITE_BATCH_BYTES
-                        and count < WRITE_BATCH_FRAMES
+    async def _writer(self, scope: trio.CancelScope) -> None:
+        backlog = self._backlog
+        try:
+            with scope:
+                while backlog:
+                    # Everything waiting leaves in one write (up to WRITE_BATCH_BYTES).
+                    n, size = 0, 0
+                    while n < len(backlog) and (
+                        n == 0 or size + len(backlog[n]) <= WRITE_BATCH_BYTES
                     ):
-                        try:
-                            more = out.receive_nowait()
-                        except (trio.WouldBlock, trio.EndOfChannel):
-                            break
-                        if batch is None:
-                            batch = [frame]
-                        batch.append(more)
-                        size, count = size + len(more), count + 1
-                    await self.stream.send_all(frame if batch is None else b"".join(batch))
+                        size += len(backlog[n])
+                        n += 1
+                    data = backlog[0] if n == 1 else b"".join(backlog[:n])
+                    await self.stream.send_all(data)
+                    del backlog[:n]
                     self._queued -= size
-                    metrics.messages_out += count
-                    metrics.bytes_out += size
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                self.kill()
-            except Exception:
-                self.log.exception("writer failed")
-                self.kill()
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self.kill()
+        except Exception:
+            self.log.exception("writer failed")
+            self.kill()
+        finally:
+            self._writer_scope = None
+
+    def tick(self, now: float) -> float | None:
+        """The heartbeat's visit at trio time ``now``: ping or time out a quiet peer. Returns
+        when to look again, or ``None`` once the connection is gone."""
+        if self._closing or self._gone:
+            return None
+        if self._handling:
+            # Time spent handling (a slow store) is not the peer's silence: the reader hands
+            # the connection back when it is done (as it is then, a timeout may be due at once).
+            self._parked = True
+            return None
+        if not self.authed:
+            if now >= self._handshake_by:
+                self.error(ErrorCode.TIMEOUT, "handshake timeout")
+                self.close("timeout")
+                return None
+            return self._handshake_by
+        limits = self.limits
+        idle_at = self.last_rx + limits.idle_timeout
+        if now >= idle_at:
+            self.error(ErrorCode.TIMEOUT, "idle timeout")
+            self.close("timeout")
+            return None
+        # Ping once the peer has been quiet for ping_interval, then every ping_interval of
+        # further silence; anything it sends starts the count again.
+        ping_at = max(self.last_rx, self._pinged_at) + limits.ping_interval
+        if now >= ping_at:
+            self._pings += 1
+            self.send(m.Ping(self._pings))
+            self._pinged_at = now
+            ping_at = now + limits.ping_interval
+        return min(idle_at, ping_at)
 
     async def _reader(self) -> None:
-        every = self.limits.ping_interval
-        handshake_deadline = trio.current_time() + self.limits.handshake_timeout
-        # The heartbeat: ping once the peer has been quiet for ``every``, then every ``every`` of
-        # further silence (only once authenticated); data from the peer starts the count again.
-        ping_at = self.last_rx + every
+        conn, metrics, stream = self.conn, self.metrics, self.stream
         while True:
-            if self.authed:
-                deadline = self.last_rx + self.limits.idle_timeout
-            else:
-                deadline = handshake_deadline
-            with trio.move_on_at(min(deadline, ping_at)) as cs:
-                try:
-                    data = await self.stream.receive_some(65536)
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    return
-            if cs.cancelled_caught:
-                now = trio.current_time()
-                if now >= deadline:
-                    what = "handshake" if not self.authed else "idle"
-                    self.error(ErrorCode.TIMEOUT, f"{what} timeout")
-                    self.close("timeout")
-                    return
-                if now >= ping_at:
-                    if self.authed:
-                        self._pings += 1
-                        self.send(m.Ping(self._pings))
-                    ping_at = now + every
-                continue
+            try:
+                data = await stream.receive_some(65536)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return
             if not data:
                 with contextlib.suppress(ProtocolError):
-                    self.conn.receive_eof()
+                    conn.receive_eof()
                 return
             self.last_rx = trio.current_time()
-            ping_at = self.last_rx + every
-            self.metrics.bytes_in += len(data)
+            metrics.bytes_in += len(data)
             try:
-                items = self.conn.receive_data(bytes(data))
+                items = conn.receive_data(bytes(data))
             except ProtocolError as e:
                 # Framing is lost: the byte stream can no longer be trusted to be in step.
                 self.error(e.code, e.detail)
                 self.close("framing error")
                 return
-            self.metrics.messages_in += len(items)
-            for item in items:
-                if isinstance(item, ProtocolError):
-                    if self.bucket.take():
-                        self.error(item.code, item.detail)
-                    continue
-                await self._handle(item)
-                if self._closing:
-                    return
+            metrics.messages_in += len(items)
+            self._handling = True
+            try:
+                for item in items:
+                    if isinstance(item, ProtocolError):
+                        if self.bucket.take():
+                            self.error(item.code, item.detail)
+                        continue
+                    await self._handle(item)
+                    if self._closing:
+                        return
+            finally:
+                self._handling = False
             # Time spent handling (a slow store) is not the peer's silence.
             self.last_rx = trio.current_time()
-            ping_at = self.last_rx + every
+            if self._parked:
+                self._parked = False
+                self.ident.heartbeat.add(self, self.last_rx)
 
     # -- messages ---------------------------------------------------------------------------------
 

@@ -77,12 +77,15 @@ async def test_best_of_three_classic_record_is_fetched_over_tcp_and_verifies(
 
 
 async def test_a_peer_that_hoards_records_is_dropped(tmp_path: Path, nursery: trio.Nursery) -> None:
-    # Counting frames alone would let a peer park send_queue records in memory.
-    addr, _ = await start_server(nursery, tmp_path, limits=Limits(send_queue_bytes=4096))
+    # Counting frames alone would let a peer park send_queue records in memory. The server
+    # writes straight to the socket while the kernel takes the bytes, so the backlog it keeps
+    # itself starts once the socket buffers are full: ask until they are.
+    limits = Limits(send_queue_bytes=4096, rate=1e6, burst=1_000_000)
+    addr, _ = await start_server(nursery, tmp_path, limits=limits)
     a, b, mid = await pair(addr, nursery, SMALL, "custody")
     await play_both(Bot(a, "custody"), Bot(b, "custody"))
     a.scope.cancel()  # a stops reading
-    for i in range(200):
+    for i in range(20_000):
         try:
             await a.send(m.GetRecord(i, mid))
         except (trio.BrokenResourceError, trio.ClosedResourceError):
