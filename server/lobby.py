@@ -25,7 +25,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from types import FrameType
-from typing import Any
+from typing import Any, TypeVar
 
 import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -45,6 +45,9 @@ __all__ = ["Lobby", "OpenMatch", "parse_rules_within"]
 _log = logging.getLogger("seabattle.server.lobby")
 
 _INVITE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: read aloud without doubt
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 
 
 # Options that change the grid or the fleet: the core then searches for a placement of the fleet
@@ -125,6 +128,19 @@ class Lobby:
         self.quick_queue: dict[tuple[bytes, str], _Waiting] = {}
         self.rematch_offers: dict[bytes, dict[int, _Waiting]] = {}
         self.closing = False
+        # Indexes, so that a connection coming and going costs what concerns it rather than a scan
+        # of every match: a server runs thousands and keeps 1,024 finished ones. The values are
+        # dicts used as ordered sets, so that peers are told things in a stable order.
+        #: Player id -> the running referees in which it holds a seat.
+        self._seated: dict[str, dict[Referee, None]] = {}
+        #: Peer -> the referees (running or kept finished) where it holds a seat or watches.
+        self._present: dict[Peer, dict[Referee, None]] = {}
+        #: Peer -> the key of its place in ``quick_queue`` (it holds one at most).
+        self._queued: dict[Peer, tuple[bytes, str]] = {}
+        #: Peer -> the finished matches it has a pending rematch offer in.
+        self._offered: dict[Peer, dict[bytes, None]] = {}
+        #: Peer -> the open matches it hosts.
+        self._hosted: dict[Peer, dict[bytes, None]] = {}
         # One rule check at a time in a thread: a flood of crafted fleets costs one core at most.
         self._rules_limiter = trio.CapacityLimiter(1)
         self._rule_buckets: dict[Peer, TokenBucket] = {}
@@ -185,26 +201,37 @@ class Lobby:
         With a valid resume token every seat is taken over; without one, only seats nobody holds
         (a player who lost its token still gets back into a match it dropped out of).
         """
-        for ref in list(self.running.values()):
+        for ref in list(self._seated.get(peer.player, ())):
             seat = ref.seat_of_player(peer.player)
-            if seat is not None and (resume or ref.seats[seat].peer is None):
+            if seat is None:  # pragma: no cover - the index holds only the player's matches
+                continue
+            old = ref.seats[seat].peer
+            if resume or old is None:
                 ref.attach(seat, peer)
+                _add(self._present, peer, ref)
+                if old is not None and not self._is_present(ref, old):
+                    _discard(self._present, old, ref)
 
     def disconnected(self, peer: Peer) -> None:
         """``peer``'s connection ended: free its seats, queue places, offers and open matches."""
         self._rule_buckets.pop(peer, None)
-        for key, w in list(self.quick_queue.items()):
-            if w.peer is peer:
-                del self.quick_queue[key]
-        for offers in self.rematch_offers.values():
+        key = self._queued.pop(peer, None)
+        if key is not None and (w := self.quick_queue.get(key)) is not None and w.peer is peer:
+            del self.quick_queue[key]
+        for mid in self._offered.pop(peer, {}):
+            offers = self.rematch_offers.get(mid, {})
             for seat, w in list(offers.items()):
                 if w.peer is peer:
                     del offers[seat]
-        for mid, om in list(self.open.items()):
-            if om.host is peer:
-                self._cancel_open(mid)
-        for ref in list(self.running.values()) + list(self.finished.values()):
+        for mid in list(self._hosted.get(peer, {})):
+            self._cancel_open(mid)
+        for ref in self._present.pop(peer, {}):
             ref.detach(peer)
+
+    @staticmethod
+    def _is_present(ref: Referee, peer: Peer) -> bool:
+        """Whether ``peer`` holds a seat in ``ref`` or watches it (what ``_present`` records)."""
+        return ref.seat_of(peer) is not None or peer in ref.spectators
 
     # -- requests ---------------------------------------------------------------------------------
 
@@ -236,7 +263,7 @@ class Lobby:
 
     async def _create(self, peer: Peer, msg: m.Create) -> dict[str, Any]:
         self._rate(peer)
-        hosted = sum(1 for om in self.open.values() if om.host is peer)
+        hosted = len(self._hosted.get(peer, {}))
         if hosted >= self.limits.open_per_peer:
             raise Refused(ErrorCode.NOT_ALLOWED, f"at most {hosted} open matches at a time")
         rules = await self._parse(msg.rules, msg.mode)
@@ -247,6 +274,7 @@ class Lobby:
         )
         self.open[mid] = OpenMatch(mid, rules, msg.mode, msg.public, peer, invite)
         self.invites[invite] = mid
+        _add(self._hosted, peer, mid)
         _match_log(mid).info(
             "created by %s (%s)",
             peer.player[:12],
@@ -288,8 +316,7 @@ class Lobby:
             raise Refused(ErrorCode.NO_SUCH_MATCH, "no open match with that id")
         if om.host.player == peer.player:
             raise Refused(ErrorCode.NOT_ALLOWED, "you cannot play yourself")
-        del self.open[mid]
-        self.invites.pop(om.invite, None)
+        self._take_open(mid)
         await self.store.start_match(mid.hex(), peer.player)
         peer.send(m.Ok(msg.id, {"match": mid}))
         self._start(mid, om.rules, om.mode, om.public, [om.host, peer])
@@ -301,13 +328,17 @@ class Lobby:
         key = (rules.digest(), msg.mode)
         # One place in the queue per connection: asking again (other rules) gives up the old one,
         # so a peer cannot fill the queue with rule sets nobody else will ever ask for.
-        for k, w in list(self.quick_queue.items()):
-            if w.peer is peer:
-                del self.quick_queue[k]
-                peer.send(m.Error(int(ErrorCode.NOT_ALLOWED), "replaced by a newer quick", w.id))
+        mine = self._queued.pop(peer, None)
+        if mine is not None and (w := self.quick_queue.get(mine)) is not None and w.peer is peer:
+            del self.quick_queue[mine]
+            peer.send(m.Error(int(ErrorCode.NOT_ALLOWED), "replaced by a newer quick", w.id))
         waiting = self.quick_queue.get(key)
+        if waiting is not None:
+            # Matched or replaced below: either way the waiting peer's place is gone.
+            self._queued.pop(waiting.peer, None)
         if waiting is None or waiting.peer.player == peer.player or not waiting.peer.connected:
             self.quick_queue[key] = _Waiting(peer, msg.id)
+            self._queued[peer] = key
             return None
         del self.quick_queue[key]
         mid = self._new_id()
@@ -337,6 +368,8 @@ class Lobby:
             raise Refused(ErrorCode.NO_SUCH_MATCH, "no open or running match with that id")
         if peer in ref.spectators:
             ref.spectators.discard(peer)
+            if ref.seat_of(peer) is None:
+                _discard(self._present, peer, ref)
             return {"match": msg.match}
         seat = ref.seat_of(peer)
         if seat is None:
@@ -356,6 +389,7 @@ class Lobby:
         # The ok comes before the snapshot (FLOW step 2).
         peer.send(m.Ok(msg.id, {"match": msg.match}))
         ref.watch(peer)
+        _add(self._present, peer, ref)
         return None
 
     async def _rematch(self, peer: Peer, msg: m.Rematch) -> dict[str, Any] | None:
@@ -373,10 +407,15 @@ class Lobby:
             raise Refused(
                 ErrorCode.NOT_ALLOWED, f"a rematch is already pending (request {earlier.id})"
             )
+        if earlier is not None:
+            _discard(self._offered, earlier.peer, msg.match)
         offers[seat] = _Waiting(peer, msg.id)
+        _add(self._offered, peer, msg.match)
         if len(offers) < 2:
             return None
         del self.rematch_offers[msg.match]
+        for w in offers.values():
+            _discard(self._offered, w.peer, msg.match)
         mid = self._new_id()
         # Seats swap, so the rematch's seat 0 is the previous seat 1.
         p0, p1 = offers[1], offers[0]
@@ -422,9 +461,15 @@ class Lobby:
 
     # -- match life -------------------------------------------------------------------------------
 
-    def _cancel_open(self, mid: bytes) -> None:
+    def _take_open(self, mid: bytes) -> OpenMatch:
+        """Remove the open match ``mid`` (joined or cancelled) from the lobby and its indexes."""
         om = self.open.pop(mid)
         self.invites.pop(om.invite, None)
+        _discard(self._hosted, om.host, mid)
+        return om
+
+    def _cancel_open(self, mid: bytes) -> None:
+        self._take_open(mid)
         self.nursery.start_soon(self._abort_quietly, mid.hex())
 
     async def _abort_quietly(self, match_hex: str) -> None:
@@ -452,6 +497,10 @@ class Lobby:
             metrics=self.metrics,
         )
         self.running[mid] = ref
+        for seat in seats:
+            _add(self._seated, seat.player, ref)
+            if seat.peer is not None:
+                _add(self._present, seat.peer, ref)
         self.metrics.matches_started[mode] = self.metrics.matches_started.get(mode, 0) + 1
         ref.log.info(
             "started (%s): %s v %s",
@@ -469,6 +518,8 @@ class Lobby:
             await ref.run()
         finally:
             self.running.pop(ref.match_id, None)
+            for seat in ref.seats:
+                _discard(self._seated, seat.player, ref)
             ended = self.metrics.matches_finished
             if ref.signed is None:
                 ended = self.metrics.matches_aborted
@@ -477,8 +528,14 @@ class Lobby:
             ended[ref.mode] = ended.get(ref.mode, 0) + 1
             self.finished[ref.match_id] = ref
             while len(self.finished) > self.limits.finished_kept:
-                old, _ = self.finished.popitem(last=False)
-                self.rematch_offers.pop(old, None)
+                self._evict(*self.finished.popitem(last=False))
+
+    def _evict(self, mid: bytes, ref: Referee) -> None:
+        """Drop the indexes' last references to a finished match no longer kept in memory."""
+        for peer in [s.peer for s in ref.seats if s.peer is not None] + list(ref.spectators):
+            _discard(self._present, peer, ref)
+        for w in self.rematch_offers.pop(mid, {}).values():
+            _discard(self._offered, w.peer, mid)
 
     def gauges(self, connections: int) -> Gauges:
         """What the lobby holds right now, for the metrics endpoint (read at scrape time)."""
@@ -496,6 +553,18 @@ class Lobby:
             if isinstance(v, int):
                 return v
         return None
+
+
+def _add(index: dict[_K, dict[_V, None]], key: _K, value: _V) -> None:
+    index.setdefault(key, {})[value] = None
+
+
+def _discard(index: dict[_K, dict[_V, None]], key: _K, value: _V) -> None:
+    values = index.get(key)
+    if values is not None:
+        values.pop(value, None)
+        if not values:  # an empty entry per peer or player ever seen would grow without bound
+            del index[key]
 
 
 def _now() -> int:

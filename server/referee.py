@@ -66,7 +66,10 @@ class Seat:
     peer: Peer | None = None
     gone_at: float | None = None  #: trio time the peer left; the grace period runs from here
     left: bool = False  #: the player left the match: every remaining game is forfeited
-    applied: set[tuple[int, int]] = field(default_factory=set)  #: (game, seq) of applied shots
+    #: Seqs of the shots (fire, radar) applied in game ``applied_game``. Seqs only repeat within
+    #: a game, so the set is emptied when the next game starts rather than kept for the match.
+    applied: set[int] = field(default_factory=set)
+    applied_game: int = 0  #: the game ``applied`` belongs to (games are numbered from 1)
 
 
 def _broadcast(msg: m.Message, peers: list[Peer]) -> None:
@@ -250,10 +253,14 @@ class Referee:
         if getattr(msg, "game", g.number) != g.number:
             raise Refused(ErrorCode.WRONG_PHASE, f"game {g.number} is being played")
         if isinstance(msg, m.Fire | m.Radar):
-            if (g.number, msg.seq) in self.seats[seat].applied:
+            s = self.seats[seat]
+            if s.applied_game != g.number:
+                s.applied.clear()
+                s.applied_game = g.number
+            if msg.seq in s.applied:
                 return  # a resend after a drop: it applied once already
             events = self._shoot(g, seat, msg)
-            self.seats[seat].applied.add((g.number, msg.seq))
+            s.applied.add(msg.seq)
         elif isinstance(msg, m.Commit):
             self._need(self.mode == "blind", "custody mode: send 'place'")
             events = g.commit(seat, Commitment.from_dict(msg.commitment))
