@@ -95,6 +95,17 @@ def _broadcast(msg: m.Message, peers: list[Peer]) -> None:
             send_frame(frame, msg)
 
 
+def _cork(peer: Peer) -> Callable[[], None] | None:
+    """Cork ``peer`` if it can be (a :class:`~.session.Client`; a test's fake peer cannot);
+    returns what uncorks it, or ``None`` if this call did not cork it."""
+    cork = getattr(peer, "cork", None)
+    if cork is None or not cork():
+        return None
+    client: Any = peer
+    uncork: Callable[[], None] = client.uncork
+    return uncork
+
+
 class Referee:
     """Referees one match between two seats; see the module docstring."""
 
@@ -314,7 +325,15 @@ class Referee:
     # -- events out -------------------------------------------------------------------------------
 
     def apply(self, events: Iterable[Event]) -> None:
-        """Announce ``events``, let the referee act for custody seats, and re-arm the clock."""
+        """Announce ``events``, let the referee act for custody seats, and re-arm the clock.
+
+        Everything one input makes a peer receive leaves in one write per peer, and the peer
+        who must act next (the defender owing a verdict, the player whose turn it is) is written
+        to first: the others' copies are not on the critical path of the match.
+        """
+        peers = [s.peer for s in self.seats if s.peer is not None]
+        peers += self.spectators
+        corked = [(p, u) for p in peers if (u := _cork(p)) is not None]
         queue = list(events)
         try:
             while queue:
@@ -327,10 +346,26 @@ class Referee:
             # only if it would otherwise sleep too long (its wake-up time moved earlier) or the
             # game is over; a later deadline is found when it wakes at the earlier one. Waking
             # it on every input cost a task switch, an Event and a tick per input.
-            self._rearm_clock()
+            try:
+                self._rearm_clock()
+            finally:
+                if corked:
+                    self._uncork(corked)
             g = self.game
             if g is None or g.phase is Phase.OVER or self._wake_at() < self._sleep_until:
                 self._wake.set()
+
+    def _uncork(self, corked: list[tuple[Peer, Callable[[], None]]]) -> None:
+        g = self.game
+        actor: int | None = None
+        if g is not None and g.phase is Phase.ANSWER and g.pending is not None:
+            actor = 1 - g.pending.seat
+        elif g is not None and g.phase is Phase.FIRING:
+            actor = g.turn
+        first = self.seats[actor].peer if actor is not None else None
+        # sorted() is stable: the actor first, everyone else in the order they were corked.
+        for _, uncork in sorted(corked, key=lambda pu: pu[0] is not first):
+            uncork()
 
     def _custody_follow_up(self, ev: Event) -> list[Event]:
         g = self.game

@@ -152,6 +152,7 @@ class Client:
         self._backlog: list[bytes] = []  # frames the socket would not take yet, in order
         self._queued = 0  # bytes in the backlog
         self._writer_scope: trio.CancelScope | None = None  # set while a writer task runs
+        self._cork: list[bytes] | None = None  # frames held back by cork(), in order
         self._nursery: trio.Nursery | None = None
         self._closing = False
         self._gone = False  # run() has ended: the lobby has been told
@@ -210,23 +211,49 @@ class Client:
             return
         self._write(frame)
 
+    def cork(self) -> bool:
+        """Hold this connection's frames back until :meth:`uncork`, which writes them at once.
+
+        A referee corks its peers while it applies one input, so that what the input produced
+        (custody: ``shot``, ``verdict`` and maybe a ``clock``) reaches each peer in one write:
+        on a machine where a write that wakes a sleeping reader costs ~0.1 ms, that is both CPU
+        and latency. Returns whether this call corked it (``False``: it already was, and
+        whoever corked it first uncorks it).
+        """
+        if self._cork is not None:
+            return False
+        self._cork = []
+        return True
+
+    def uncork(self) -> None:
+        """Write what :meth:`cork` held back, in one write."""
+        frames, self._cork = self._cork, None
+        if frames and not self._closing:
+            self._put(frames[0] if len(frames) == 1 else b"".join(frames))
+
     def _write(self, frame: bytes) -> None:
         metrics = self.metrics
         metrics.messages_out += 1
         metrics.bytes_out += len(frame)
+        if self._cork is not None:
+            self._cork.append(frame)
+        else:
+            self._put(frame)
+
+    def _put(self, data: bytes) -> None:
         if self._fd is not None and not self._backlog:
             try:
-                sent = os.write(self._fd, frame)
+                sent = os.write(self._fd, data)
             except BlockingIOError:
                 sent = 0
             except OSError:
                 # The peer reset the connection: the reader sees it too and ends the session.
                 self.kill()
                 return
-            if sent == len(frame):
+            if sent == len(data):
                 return
-            frame = frame[sent:]
-        self._enqueue(frame)
+            data = data[sent:]
+        self._enqueue(data)
 
     def _enqueue(self, frame: bytes) -> None:
         limits = self.limits
@@ -280,6 +307,7 @@ class Client:
     def kill(self) -> None:
         """Close at once, without draining."""
         self._closing = True
+        self._cork = None
         self._backlog.clear()
         self._queued = 0
         self._scope.cancel()

@@ -1,0 +1,143 @@
+"""What one input makes a peer receive leaves in one write, and the peer who must act next is
+written to first; frames are never reordered or lost on the way (direct write or backlog).
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+
+import trio
+import trio.testing
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from seabattle.protocol import messages as m
+from seabattle.protocol.codec import FrameDecoder
+from seabattle.protocol.fleet import random_fleet
+from seabattle.protocol.rules import rules_from_dict
+from seabattle.protocol.session import State
+from seabattle.server.config import Limits
+from seabattle.server.lobby import Lobby
+from seabattle.server.metrics import Metrics
+from seabattle.server.session import Client
+from seabattle.server.store import Store
+
+
+class _Recorder(trio.abc.SendStream):
+    """A send stream (no socket: frames go through the writer task) recording each write."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        self.writes.append(bytes(data))
+
+    async def wait_send_all_might_not_block(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _frames(data: bytes) -> list[m.Message]:
+    dec = FrameDecoder()
+    dec.feed(data)
+    out: list[m.Message] = []
+    while (body := dec.next_frame()) is not None:
+        out.append(m.decode(body))
+    return out
+
+
+async def test_a_corked_client_writes_what_it_held_in_one_write_in_order() -> None:
+    class _Ident:
+        limits = Limits()
+        metrics = Metrics()
+
+    stream = _Recorder()
+    client = Client(_Ident(), stream, "test")  # type: ignore[arg-type]
+    client.conn.state = State.READY
+    async with trio.open_nursery() as n:
+        client._nursery = n
+        assert client.cork()
+        assert not client.cork()  # already corked: the first corker uncorks
+        for i in range(3):
+            client.send(m.Ping(i))
+        await trio.testing.wait_all_tasks_blocked()
+        assert stream.writes == []  # held
+        client.uncork()
+        await trio.testing.wait_all_tasks_blocked()
+        client.send(m.Pong(9))  # uncorked: goes on its own
+        await trio.testing.wait_all_tasks_blocked()
+    assert [_frames(w) for w in stream.writes] == [
+        [m.Ping(0), m.Ping(1), m.Ping(2)],
+        [m.Pong(9)],
+    ]
+
+
+class _CorkPeer:
+    """A connection as a referee sees it, which can be corked; every write goes to ``log``."""
+
+    def __init__(self, player: str, log: list[tuple[str, list[m.Message]]]) -> None:
+        self.player, self.name, self.connected = player, player[:4], True
+        self.log = log
+        self._held: list[m.Message] | None = None
+
+    def send(self, msg: m.Message) -> None:
+        if self._held is not None:
+            self._held.append(msg)
+        else:
+            self.log.append((self.player, [msg]))
+
+    def close(self, reason: str) -> None:
+        self.connected = False
+
+    def cork(self) -> bool:
+        if self._held is not None:
+            return False
+        self._held = []
+        return True
+
+    def uncork(self) -> None:
+        held, self._held = self._held, None
+        if held:
+            self.log.append((self.player, held))
+
+
+async def test_a_custody_shot_is_one_write_per_player_the_next_mover_first(
+    nursery: trio.Nursery,
+) -> None:
+    log: list[tuple[str, list[m.Message]]] = []
+    async with Store.open(":memory:") as store:
+        lobby = Lobby(store, Ed25519PrivateKey.generate(), nursery, Limits())
+        a, b = _CorkPeer("a" * 64, log), _CorkPeer("b" * 64, log)
+        for p in (a, b):
+            await store.upsert_player(p.player, p.name, 0)
+        await lobby.request(a, m.Create(1, {"preset": "classic"}, "custody", True))
+        mid = next(msg for _, w in log for msg in w if isinstance(msg, m.Ok)).data["match"]
+        await lobby.request(b, m.Join(2, mid, None))
+        await trio.testing.wait_all_tasks_blocked()
+        ref = lobby.running[mid]
+        rules = rules_from_dict({"preset": "classic"})
+        rng = random.Random(7)
+        for p in (a, b):
+            fleet = random_fleet(rules, rng).to_list()
+            await lobby.game_message(p, m.Place(mid, 1, tuple(fleet), secrets.token_bytes(32)))
+        await trio.testing.wait_all_tasks_blocked()
+        labels = [f"{col}{row}" for row in range(1, 11) for col in "ABCDEFGHIJ"]
+        unfired = {a.player: iter(labels), b.player: iter(labels)}
+        for seq in range(1, 41):  # enough shots to see hits (the shooter goes on) and misses
+            g = ref.game
+            assert g is not None and g.turn is not None
+            shooter = (a, b)[g.turn]
+            del log[:]
+            await lobby.game_message(
+                shooter, m.Fire(mid, 1, (next(unfired[shooter.player]),), 0, seq)
+            )
+            writes = [(who, [type(x) for x in w]) for who, w in log]
+            # One write per player: the shot and its verdict (a clock may follow) together.
+            assert sorted(who for who, _ in writes) == sorted([a.player, b.player])
+            for _, kinds in writes:
+                assert kinds[:2] == [m.ShotCalled, m.VerdictMsg]
+            verdict = next(x for _, w in log for x in w if isinstance(x, m.VerdictMsg))
+            if verdict.next is None:
+                break
+            assert writes[0][0] == (a, b)[verdict.next].player  # who moves next is first
