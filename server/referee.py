@@ -144,6 +144,7 @@ class Referee:
         self.cosigned: set[int] = set()
         self.metrics = metrics if metrics is not None else Metrics()
         self._shot_at: float | None = None  #: trio time the pending blind-mode shot was called
+        self._first: int | None = None  #: the seat the events being applied matter to first
         self.log = ContextLog(_log, {"match": self.hex})
 
     # -- who is who -------------------------------------------------------------------------------
@@ -328,8 +329,8 @@ class Referee:
         """Announce ``events``, let the referee act for custody seats, and re-arm the clock.
 
         Everything one input makes a peer receive leaves in one write per peer, and the peer
-        who must act next (the defender owing a verdict, the player whose turn it is) is written
-        to first: the others' copies are not on the critical path of the match.
+        who waits for it (the defender owing a verdict on a called shot, the shooter a verdict
+        answers) is written to first: the others' copies are not on the critical path.
         """
         peers = [s.peer for s in self.seats if s.peer is not None]
         peers += self.spectators
@@ -356,14 +357,9 @@ class Referee:
                 self._wake.set()
 
     def _uncork(self, corked: list[tuple[Peer, Callable[[], None]]]) -> None:
-        g = self.game
-        actor: int | None = None
-        if g is not None and g.phase is Phase.ANSWER and g.pending is not None:
-            actor = 1 - g.pending.seat
-        elif g is not None and g.phase is Phase.FIRING:
-            actor = g.turn
-        first = self.seats[actor].peer if actor is not None else None
-        # sorted() is stable: the actor first, everyone else in the order they were corked.
+        first = self.seats[self._first].peer if self._first is not None else None
+        self._first = None
+        # sorted() is stable: the waiting peer first, the others in the order they were corked.
         for _, uncork in sorted(corked, key=lambda pu: pu[0] is not first):
             uncork()
 
@@ -390,6 +386,10 @@ class Referee:
         g = self.game
         assert g is not None
         kind = ev.kind
+        if ev.shot is not None:
+            # Who waits for this event: a called shot's defender owes the verdict; a verdict
+            # answers its shooter. Written to first (see apply).
+            self._first = 1 - ev.shot.seat if kind == "shot" else ev.shot.seat
         if kind == "shot":
             self.metrics.shots += 1
             if self.mode == "blind":

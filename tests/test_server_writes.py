@@ -12,9 +12,11 @@ import trio.testing
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.protocol import messages as m
 from seabattle.protocol.codec import FrameDecoder
+from seabattle.protocol.commit import Committed
 from seabattle.protocol.fleet import random_fleet
 from seabattle.protocol.rules import rules_from_dict
 from seabattle.protocol.session import State
+from seabattle.protocol.verdict import Defender
 from seabattle.server.config import Limits
 from seabattle.server.lobby import Lobby
 from seabattle.server.metrics import Metrics
@@ -102,7 +104,7 @@ class _CorkPeer:
             self.log.append((self.player, held))
 
 
-async def test_a_custody_shot_is_one_write_per_player_the_next_mover_first(
+async def test_a_custody_shot_is_one_write_per_player_the_shooter_first(
     nursery: trio.Nursery,
 ) -> None:
     log: list[tuple[str, list[m.Message]]] = []
@@ -137,7 +139,43 @@ async def test_a_custody_shot_is_one_write_per_player_the_next_mover_first(
             assert sorted(who for who, _ in writes) == sorted([a.player, b.player])
             for _, kinds in writes:
                 assert kinds[:2] == [m.ShotCalled, m.VerdictMsg]
+            # The shooter, whom the verdict answers, is written to first.
+            assert writes[0][0] == shooter.player
             verdict = next(x for _, w in log for x in w if isinstance(x, m.VerdictMsg))
             if verdict.next is None:
                 break
-            assert writes[0][0] == (a, b)[verdict.next].player  # who moves next is first
+
+
+async def test_a_blind_shot_reaches_the_defender_first_and_its_verdict_the_shooter_first(
+    nursery: trio.Nursery,
+) -> None:
+    log: list[tuple[str, list[m.Message]]] = []
+    async with Store.open(":memory:") as store:
+        lobby = Lobby(store, Ed25519PrivateKey.generate(), nursery, Limits())
+        a, b = _CorkPeer("a" * 64, log), _CorkPeer("b" * 64, log)
+        for p in (a, b):
+            await store.upsert_player(p.player, p.name, 0)
+        await lobby.request(a, m.Create(1, {"preset": "classic"}, "blind", True))
+        mid = next(msg for _, w in log for msg in w if isinstance(msg, m.Ok)).data["match"]
+        await lobby.request(b, m.Join(2, mid, None))
+        await trio.testing.wait_all_tasks_blocked()
+        ref = lobby.running[mid]
+        rules = rules_from_dict({"preset": "classic"})
+        rng = random.Random(3)
+        defenders = {}
+        for seat, p in enumerate((a, b)):
+            c = Committed(rules, random_fleet(rules, rng), secrets.token_bytes(32), mid, 1, seat)
+            defenders[p.player] = Defender(c)
+            await lobby.game_message(p, m.Commit(mid, 1, c.commitment.to_dict()))
+        g = ref.game
+        assert g is not None and g.turn is not None
+        shooter, defender = (a, b)[g.turn], (a, b)[1 - g.turn]
+        del log[:]
+        await lobby.game_message(shooter, m.Fire(mid, 1, ("E5",), 0, 1))
+        assert [who for who, _ in log] == [defender.player, shooter.player]
+        assert g.pending is not None
+        verdict = defenders[defender.player].answer(g.pending)
+        del log[:]
+        await lobby.game_message(defender, m.Answer(mid, 1, verdict.to_dict()))
+        assert [who for who, _ in log] == [shooter.player, defender.player]
+        assert all(isinstance(w[0], m.VerdictMsg) for _, w in log)
