@@ -27,10 +27,11 @@ from typing import Any
 from .commit import Commitment, Reveal, context
 from .errors import ErrorCode, ProtocolError, Refused, RemoteProtocolError
 from .fleet import IllegalFleet
-from .grid import Cell
+from .grid import Cell, parse_cell
 from .proofs import check_proofs, check_shape, first_lie
 from .rules import RepeatShot, RuleSet, ShotMode
 from .state import TRANSITIONS, Board, Deadline, EndReason, Event, Outcome, Phase
+from .transcript import Rebuild, Transcript
 from .verdict import Result, Shot, SunkClaim, Verdict, radar_cells
 
 __all__ = [
@@ -51,6 +52,14 @@ _SETUP, _FIRING, _ANSWER, _REVEAL = Phase.SETUP, Phase.FIRING, Phase.ANSWER, Pha
 _MISS, _SINGLE = Result.MISS, ShotMode.SINGLE
 
 
+def _commit_entry(seat: int, commitment: Commitment) -> dict[str, Any]:
+    return {"in": "commit", "seat": seat, "commitment": commitment.to_dict()}
+
+
+def _reveal_entry(seat: int, reveal: Reveal) -> dict[str, Any]:
+    return {"in": "reveal", "seat": seat, "reveal": reveal.to_dict()}
+
+
 class Game:
     """One game between seats 0 and 1, refereed from commitments."""
 
@@ -68,14 +77,21 @@ class Game:
         self.roots: list[bytes | None] = [None, None]
         self.boards = (Board(rules), Board(rules))  # boards[s] is seat s's own grid
         self.pending: Shot | None = None
-        self.shots: list[tuple[Shot, Verdict]] = []
+        # Every answered shot is in the transcript; ``shots`` rebuilds them from it. A verdict
+        # whose proof failed (the game ended on it) is kept as given, and so is every shot of a
+        # replay (:meth:`_replaying`), which has no use for compact state.
+        self._shot_count = 0
+        self._shot_list: list[tuple[Shot, Verdict]] | None = None
+        self._false_proof: tuple[Shot, Verdict] | None = None
+        self._reveal_shots: list[tuple[Shot, Verdict]] | None = None
         self.shots_taken = [0, 0]  # turns each seat has had (team callers rotate on these)
         self.expiries = [0, 0]
         self.reveals: list[Reveal | None] = [None, None]
         self.faults: list[tuple[EndReason, str] | None] = [None, None]
         self.provisional: Outcome | None = None
         self.outcome: Outcome | None = None
-        self.transcript: list[dict[str, Any]] = []
+        self.transcript = Transcript(rules.rows, rules.cols)
+        self._plain_log: list[dict[str, Any]] | None = None  # the transcript's list, in a replay
         # Derived from the (frozen) rules, read on every shot.
         self._cells = rules.cells
         self._fleet_cells = rules.fleet_cells
@@ -95,10 +111,51 @@ class Game:
         if seat not in (0, 1):
             raise Refused(ErrorCode.NOT_ALLOWED, f"seat {seat} does not exist")
 
-    def _log(self, entry: dict[str, Any]) -> None:
-        self.transcript.append(entry)
+    def _replaying(self) -> list[dict[str, Any]]:
+        """Set up for the record verifier, before any input: see ``_quiet``; nothing compacted.
+
+        Returns the plain list the transcript then keeps.
+        """
+        self._quiet = True
+        self._shot_list = []
+        self._plain_log = self.transcript.keep_plain()
+        return self._plain_log
+
+    def _log(self, entry: dict[str, Any], rebuild: Rebuild | None = None) -> None:
+        if self._plain_log is not None:
+            self._plain_log.append(entry)
+        else:
+            self.transcript.append(entry, rebuild)
+
+    def _add_shot(self, shot: Shot, verdict: Verdict) -> None:
+        self._shot_count += 1
+        if self._shot_list is not None:
+            self._shot_list.append((shot, verdict))
+
+    @property
+    def shots(self) -> list[tuple[Shot, Verdict]]:
+        """Every answered shot with its verdict, in order (rebuilt from the transcript)."""
+        if self._shot_list is not None:
+            return self._shot_list
+        out = self.transcript.shots(self._parse_called, self._parse_answer)
+        if self._false_proof is not None:
+            # The verdict the game ended on, as given: its map may not parse back.
+            out[self._false_proof[0].n - 1] = self._false_proof
+        return out
+
+    def _parse_answer(self, e: dict[str, Any], n: int) -> Verdict:
+        if self._false_proof is not None and self._false_proof[0].n == n:
+            return self._false_proof[1]
+        return Verdict.from_dict(e["verdict"])
+
+    def _parse_called(self, e: dict[str, Any], n: int) -> Shot:
+        r = self.rules
+        if e["in"] == "radar":
+            return Shot(n, e["seat"], (parse_cell(e["at"], r.rows, r.cols),), radar=True)
+        return Shot(n, e["seat"], tuple(parse_cell(c, r.rows, r.cols) for c in e["cells"]))
 
     def _end(self, outcome: Outcome) -> list[Event]:
+        self._reveal_shots = None
         self.phase = Phase.OVER
         self.outcome = outcome
         self.pending = None
@@ -151,14 +208,17 @@ class Game:
             raise Refused(ErrorCode.ALREADY_COMMITTED, f"seat {seat} has committed already")
         commitment.check_shape(self.rules)
         other = self.commitments[1 - seat]
-        if other is not None and set(other.cells) & set(commitment.cells):
+        if other is not None and other.shares_leaves(commitment):
             raise RemoteProtocolError(
                 ErrorCode.MIRRORED_COMMITMENT, "the commitment repeats the opponent's leaves"
             )
         self.commitments[seat] = commitment
         root = commitment.root(self.ctx[seat])
         self.roots[seat] = root
-        self._log({"in": "commit", "seat": seat, "commitment": commitment.to_dict()})
+        self._log(
+            {"in": "commit", "seat": seat, "commitment": commitment.to_dict()},
+            functools.partial(_commit_entry, seat, commitment),
+        )
         return [Event("committed", seat=seat, data={"root": root}), *self._maybe_start()]
 
     def set_first(self, seat: int) -> list[Event]:
@@ -214,7 +274,7 @@ class Game:
             raise Refused(ErrorCode.ALREADY_FIRED, f"{repeated.label()} was fired at already")
         self.expiries[seat] = 0
         self._log({"in": "fire", "seat": seat, "member": member, "cells": list(map(_label, cells))})
-        shot = Shot(len(self.shots) + 1, seat, tuple(cells))
+        shot = Shot(self._shot_count + 1, seat, tuple(cells))
         self.pending = shot
         self.phase = _ANSWER
         return [] if self._quiet else [Event("shot", seat=seat, shot=shot)]
@@ -232,7 +292,7 @@ class Game:
             raise Refused(ErrorCode.OFF_BOARD, "the radar area must lie on the board")
         self.expiries[seat] = 0
         self._log({"in": "radar", "seat": seat, "member": member, "at": top_left.label()})
-        shot = Shot(len(self.shots) + 1, seat, (top_left,), radar=True)
+        shot = Shot(self._shot_count + 1, seat, (top_left,), radar=True)
         self.boards[1 - seat].radar_used = True
         self.pending = shot
         self.phase = _ANSWER
@@ -284,7 +344,8 @@ class Game:
         try:
             check_proofs(self.rules, commitment, self.ctx[seat], self.boards[seat], shot, verdict)
         except ProtocolError as e:
-            self.shots.append((shot, verdict))
+            self._add_shot(shot, verdict)
+            self._false_proof = (shot, verdict)
             return self._end(
                 Outcome(shot.seat, EndReason.FALSE_PROOF, f"shot {shot.n}: {e.detail}")
             )
@@ -294,7 +355,9 @@ class Game:
         r = self.rules
         seat = 1 - shot.seat
         board = self.boards[seat]
-        self.shots.append((shot, v))
+        self._shot_count += 1  # _add_shot(), inline: once per shot
+        if self._shot_list is not None:
+            self._shot_list.append((shot, v))
         self.pending = None
         events: list[Event] = []
         if shot.radar:
@@ -454,7 +517,10 @@ class Game:
         self._seat(seat)
         if self.reveals[seat] is not None or self.faults[seat] is not None:
             raise Refused(ErrorCode.WRONG_PHASE, f"seat {seat} has revealed already")
-        self._log({"in": "reveal", "seat": seat, "reveal": reveal.to_dict()})
+        self._log(
+            {"in": "reveal", "seat": seat, "reveal": reveal.to_dict()},
+            functools.partial(_reveal_entry, seat, reveal),
+        )
         self.reveals[seat] = reveal
         self.faults[seat] = self.check_reveal(seat, reveal)
         fault = self.faults[seat]
@@ -474,7 +540,12 @@ class Game:
             return EndReason.ILLEGAL_FLEET, f"illegal fleet: {e.detail}"
         except ProtocolError as e:
             return EndReason.BAD_REVEAL, f"bad reveal: {e.detail}"
-        lie = first_lie(r, self.shots, seat, occ)
+        shots = self._reveal_shots
+        if shots is None:
+            shots = self.shots
+            if self.phase is _REVEAL:  # both reveals check the same shots: rebuilt once
+                self._reveal_shots = shots
+        lie = first_lie(r, shots, seat, occ)
         return (EndReason.FALSE_VERDICT, lie) if lie else None
 
     def _finish(self) -> list[Event]:
@@ -509,7 +580,7 @@ class Game:
                 if self.pending
                 else None
             ),
-            "shots": len(self.shots),
+            "shots": self._shot_count,
             "expiries": self.expiries,
             "callers": [self.caller(0), self.caller(1)],
             "outcome": self.outcome.to_dict() if self.outcome else None,

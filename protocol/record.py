@@ -116,7 +116,7 @@ def build_record(
             {
                 "number": g.number,
                 "first": g.first,
-                "transcript": g.transcript,
+                "transcript": list(g.transcript),
                 "roots": list(g.roots),
                 "outcome": g.outcome.to_dict() if g.outcome else None,
             }
@@ -556,14 +556,14 @@ def _replay_game(
         problems.append(f"transcript_invalid: game {number}: {e.detail}")
         summary.ok, summary.reason = False, problems[-1]
         return summary, False
-    g._quiet = True  # the replay reads the game's state, never its events
+    logged = g._replaying()  # the replay reads the game's state, never its events
     ended = 0
     for j, entry in enumerate(gd["transcript"], 1):
         try:
             _apply(g, entry)
             # The game logs exactly what it accepted: anything else in the record is not what
             # the referee's game saw, even when it parses to the same input.
-            if g.transcript[-1] != entry:
+            if logged[-1] != entry:
                 raise RecordError("not in the form the game logs")
             if g.outcome and not ended:
                 ended = j
