@@ -130,7 +130,9 @@ class Connection:
         self._decoder = FrameDecoder(self.max_recv)
         self._allowed_in = m.Dir.S2C if role is Role.CLIENT else m.Dir.C2S
 
-    def receive_data(self, data: bytes) -> list[m.Message | RemoteProtocolError]:
+    def receive_data(
+        self, data: bytes | bytearray | memoryview
+    ) -> list[m.Message | RemoteProtocolError]:
         """Feed bytes; return the messages (and per-message errors) they complete, in order.
 
         Raises :class:`RemoteProtocolError` for a framing error, after which the session is over.

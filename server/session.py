@@ -57,6 +57,14 @@ _log = logging.getLogger("seabattle.server.session")
 #: The writer sends the backlog in writes of at most this many bytes (a larger frame goes alone).
 WRITE_BATCH_BYTES = 256 * 1024
 
+#: The most bytes one read takes from a peer.
+RECV_SIZE = 65536
+# Every plain-socket read lands here and is copied into its connection's frame decoder at once,
+# rather than each read allocating RECV_SIZE bytes and shrinking them (one thread, no await
+# between the read and the copy: one buffer serves every connection of every server).
+_RECV_BUFFER = bytearray(RECV_SIZE)
+_RECV_VIEW = memoryview(_RECV_BUFFER)
+
 #: Timers the heartbeat handles before it lets other tasks run: when thousands of connections
 #: came up together their timers come due together, and matches must not wait for all of them.
 HEARTBEAT_BATCH = 256
@@ -153,6 +161,7 @@ class Client:
         self._queued = 0  # bytes in the backlog
         self._writer_scope: trio.CancelScope | None = None  # set while a writer task runs
         self._cork: list[bytes] | None = None  # frames held back by cork(), in order
+        self._yield = False  # the last read did not wait: yield before the next one
         self._nursery: trio.Nursery | None = None
         self._closing = False
         self._gone = False  # run() has ended: the lobby has been told
@@ -406,11 +415,37 @@ class Client:
             ping_at = now + limits.ping_interval
         return min(idle_at, ping_at)
 
-    async def _reader(self) -> None:
-        conn, metrics, stream = self.conn, self.metrics, self.stream
+    async def _receive(self) -> bytes | bytearray | memoryview:
+        """The next bytes from the peer (empty at EOF); raises ``BrokenResourceError`` or
+        ``ClosedResourceError`` if the connection is gone."""
+        fd = self._fd
+        if fd is None:
+            return await self.stream.receive_some(RECV_SIZE)
+        # A plain socket is read directly, as it is written: trio's receive_some goes through
+        # five layers of calls and context managers per read and keeps them all suspended for
+        # every idle connection. The view returned is into a buffer every connection shares:
+        # the caller copies it into its decoder before it awaits anything.
+        if self._yield:
+            # The last read found data waiting without blocking: still let the other tasks run
+            # (and cancellation in) before this one, as every trio read does.
+            await trio.lowlevel.checkpoint()
+        self._yield = True
         while True:
             try:
-                data = await stream.receive_some(65536)
+                n = os.readv(fd, (_RECV_BUFFER,))
+            except BlockingIOError:
+                await trio.lowlevel.wait_readable(fd)
+                self._yield = False
+                continue
+            except OSError as e:
+                raise trio.BrokenResourceError(str(e)) from e
+            return _RECV_VIEW[:n]
+
+    async def _reader(self) -> None:
+        conn, metrics = self.conn, self.metrics
+        while True:
+            try:
+                data = await self._receive()
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 return
             if not data:
@@ -420,7 +455,7 @@ class Client:
             self.last_rx = trio.current_time()
             metrics.bytes_in += len(data)
             try:
-                items = conn.receive_data(bytes(data))
+                items = conn.receive_data(data)
             except ProtocolError as e:
                 # Framing is lost: the byte stream can no longer be trusted to be in step.
                 self.error(e.code, e.detail)
