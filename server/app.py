@@ -87,7 +87,7 @@ async def serve(
         trio.open_nursery() as matches,
     ):
         lobby = Lobby(store, key, matches, limits, stats)
-        ident = Identity(key, public, store, lobby, limits, guests, {}, {}, stats)
+        ident = Identity(key, public, store, lobby, limits, guests, {}, {}, stats, nursery=outer)
         stats.gauges = lambda: lobby.gauges(len(clients))
         outer.start_soon(ident.heartbeat.run)
         listeners: list[trio.abc.Listener[Any]] = list(

@@ -129,6 +129,9 @@ class Identity:
     metrics: Metrics = field(default_factory=Metrics)
     #: the connections' timers; :func:`~.app.serve` runs its task (without it, none fire)
     heartbeat: Heartbeat = field(default_factory=Heartbeat)
+    #: where a connection starts a writer task when its peer falls behind (``None``: frames
+    #: that the socket does not take at once wait until the connection closes)
+    nursery: trio.Nursery | None = None
 
 
 def _socket_fd(stream: trio.abc.Stream) -> int | None:
@@ -140,6 +143,37 @@ def _socket_fd(stream: trio.abc.Stream) -> int | None:
 
 class Client:
     """One connection from a client; it is the :class:`~.config.Peer` the lobby sees."""
+
+    # Thousands are alive at once: slots, not a dict per connection.
+    __slots__ = (
+        "__weakref__",
+        "_backlog",
+        "_closing",
+        "_cork",
+        "_fd",
+        "_gone",
+        "_handling",
+        "_handshake_by",
+        "_parked",
+        "_pinged_at",
+        "_pings",
+        "_queued",
+        "_scope",
+        "_writer_done",
+        "_writer_scope",
+        "_yield",
+        "addr",
+        "bucket",
+        "challenge",
+        "conn",
+        "ident",
+        "last_rx",
+        "limits",
+        "metrics",
+        "name",
+        "player",
+        "stream",
+    )
 
     def __init__(self, ident: Identity, stream: trio.abc.Stream, peer: str) -> None:
         self.ident = ident
@@ -162,7 +196,7 @@ class Client:
         self._writer_scope: trio.CancelScope | None = None  # set while a writer task runs
         self._cork: list[bytes] | None = None  # frames held back by cork(), in order
         self._yield = False  # the last read did not wait: yield before the next one
-        self._nursery: trio.Nursery | None = None
+        self._writer_done: trio.Event | None = None  # set when the running writer task ends
         self._closing = False
         self._gone = False  # run() has ended: the lobby has been told
         self._pings = 0
@@ -170,7 +204,13 @@ class Client:
         self._handling = False  # the reader is handling a message (it may await the store)
         self._parked = False  # the heartbeat left this connection to the reader, see tick()
         self._handshake_by = self.last_rx + self.limits.handshake_timeout
-        self.log = ContextLog(_log, {"peer": peer})
+
+    @property
+    def log(self) -> ContextLog:
+        """This connection's logger, with its peer and player as context (made when used:
+        most connections log a handful of lines in their life, and there are thousands)."""
+        ctx = {"peer": self.addr, "player": self.player} if self.player else {"peer": self.addr}
+        return ContextLog(_log, ctx)
 
     @property
     def connected(self) -> bool:
@@ -278,9 +318,11 @@ class Client:
             return
         self._backlog.append(frame)
         self._queued += len(frame)
-        if self._writer_scope is None and self._nursery is not None:
+        nursery = self.ident.nursery
+        if self._writer_scope is None and nursery is not None and not self._gone:
             self._writer_scope = trio.CancelScope()
-            self._nursery.start_soon(self._writer, self._writer_scope)
+            self._writer_done = trio.Event()
+            nursery.start_soon(self._writer, self._writer_scope, self._writer_done)
 
     def error(self, code: ErrorCode, detail: str, ref: int | None = None) -> None:
         """Send ``error{code, msg, ref}``."""
@@ -330,18 +372,20 @@ class Client:
         self.log.info("connected")
         self.ident.heartbeat.add(self, self._handshake_by)
         try:
-            async with trio.open_nursery() as nursery:
-                self._nursery = nursery
-                with self._scope:
-                    await self._reader()
-                # The reader ended (EOF, error, close()): a writer, if any, drains, then stops.
-                self.close("closed")
+            with self._scope:
+                await self._reader()
+            # The reader ended (EOF, error, close()): a writer, if any, drains, then stops.
+            self.close("closed")
+            if self._writer_done is not None:
+                # Bounded: close() gave the writer until flush_timeout.
+                await self._writer_done.wait()
         except Exception:
             self.log.exception("connection failed")
         finally:
             cancelled = not self._closing
             self._gone = True
-            self._nursery = None
+            if self._writer_scope is not None:
+                self._writer_scope.cancel()  # cancelled from outside: stop writing too
             if self.player:
                 self.ident.lobby.disconnected(self)
             with (
@@ -359,7 +403,7 @@ class Client:
                 await self.stream.aclose()
             self.log.info("closed")
 
-    async def _writer(self, scope: trio.CancelScope) -> None:
+    async def _writer(self, scope: trio.CancelScope, done: trio.Event) -> None:
         backlog = self._backlog
         try:
             with scope:
@@ -382,6 +426,7 @@ class Client:
             self.kill()
         finally:
             self._writer_scope = None
+            done.set()
 
     def tick(self, now: float) -> float | None:
         """The heartbeat's visit at trio time ``now``: ping or time out a quiet peer. Returns
@@ -537,7 +582,6 @@ class Client:
             self.conn.fail_handshake()
             raise
         self.player, self.name = player, msg.name[:64]
-        self.log = ContextLog(_log, {"peer": self.addr, "player": player})
         await ident.store.upsert_player(player, self.name, int(time.time()))
         token = ident.player_tokens.get(player)
         if token is None:

@@ -449,16 +449,18 @@ async def test_a_backlog_leaves_in_one_write_and_frames_are_shared() -> None:
     class _Ident:
         limits = Limits()
         metrics = Metrics()
+        nursery: trio.Nursery | None = None
 
     stream = _CountingStream()
-    client = Client(_Ident(), stream, "test")  # type: ignore[arg-type]
+    ident = _Ident()
+    client = Client(ident, stream, "test")  # type: ignore[arg-type]
     client.conn.state = State.READY
     msgs = [m.Ping(1), m.Pong(2), m.Bye("x")]
     client.send(msgs[0])
     client.send_frame(encode_frame(m.encode(msgs[1])), msgs[1])
     client.send(msgs[2])
     async with trio.open_nursery() as n:
-        client._nursery = n
+        ident.nursery = n
         client.send(m.Ping(3))  # starts the writer
         await trio.testing.wait_all_tasks_blocked()
     assert len(stream.writes) == 1

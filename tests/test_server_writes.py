@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import secrets
+from pathlib import Path
 
 import trio
 import trio.testing
@@ -22,6 +23,7 @@ from seabattle.server.lobby import Lobby
 from seabattle.server.metrics import Metrics
 from seabattle.server.session import Client
 from seabattle.server.store import Store
+from test_server import SMALL, Bot, pair, play_both, start_server
 
 
 class _Recorder(trio.abc.SendStream):
@@ -53,12 +55,14 @@ async def test_a_corked_client_writes_what_it_held_in_one_write_in_order() -> No
     class _Ident:
         limits = Limits()
         metrics = Metrics()
+        nursery: trio.Nursery | None = None
 
     stream = _Recorder()
-    client = Client(_Ident(), stream, "test")  # type: ignore[arg-type]
+    ident = _Ident()
+    client = Client(ident, stream, "test")  # type: ignore[arg-type]
     client.conn.state = State.READY
     async with trio.open_nursery() as n:
-        client._nursery = n
+        ident.nursery = n
         assert client.cork()
         assert not client.cork()  # already corked: the first corker uncorks
         for i in range(3):
@@ -179,3 +183,31 @@ async def test_a_blind_shot_reaches_the_defender_first_and_its_verdict_the_shoot
         await lobby.game_message(defender, m.Answer(mid, 1, verdict.to_dict()))
         assert [who for who, _ in log] == [shooter.player, defender.player]
         assert all(isinstance(w[0], m.VerdictMsg) for _, w in log)
+
+
+async def test_a_reader_that_falls_behind_gets_every_frame_in_order_once_it_reads(
+    tmp_path: Path, nursery: trio.Nursery
+) -> None:
+    # Past what the socket buffers take, the server keeps a backlog and a writer task drains it
+    # once the peer reads again: nothing is lost, reordered or duplicated on the way.
+    limits = Limits(rate=1e6, burst=1_000_000)
+    addr, _ = await start_server(nursery, tmp_path, limits=limits)
+    a, b, mid = await pair(addr, nursery, SMALL, "custody")
+    await play_both(Bot(a, "custody"), Bot(b, "custody"))
+    a.scope.cancel()  # a stops reading (its reader task ends)
+    await trio.testing.wait_all_tasks_blocked()
+    count = 500  # under send_queue (512 frames): further behind, a peer is dropped
+    for i in range(count):
+        await a.stream.send_all(a.conn.send(m.GetRecord(i, mid)))
+    got: list[int] = []
+    first: m.Ok | None = None
+    with trio.fail_after(30):
+        while len(got) < count:
+            data = await a.stream.receive_some(65536)
+            assert data, "the server closed the connection"
+            for item in a.conn.receive_data(data):
+                if isinstance(item, m.Ok):
+                    got.append(item.ref)
+                    first = first or item
+                    assert item.data == first.data
+    assert got == list(range(count))
