@@ -42,7 +42,12 @@ import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.protocol import messages as m
 from seabattle.protocol.codec import HEADER_SIZE, encode_frame
-from seabattle.protocol.errors import ErrorCode, LocalProtocolError, ProtocolError
+from seabattle.protocol.errors import (
+    ErrorCode,
+    LocalProtocolError,
+    ProtocolError,
+    RemoteProtocolError,
+)
 from seabattle.protocol.session import Connection, Role, State, check_auth
 
 from .config import ContextLog, Limits, TokenBucket
@@ -507,23 +512,32 @@ class Client:
                 self.close("framing error")
                 return
             metrics.messages_in += len(items)
-            self._handling = True
-            try:
-                for item in items:
-                    if isinstance(item, ProtocolError):
-                        if self.bucket.take():
-                            self.error(item.code, item.detail)
-                        continue
-                    await self._handle(item)
-                    if self._closing:
-                        return
-            finally:
-                self._handling = False
+            if not await self._handle_all(items):
+                return
             # Time spent handling (a slow store) is not the peer's silence.
             self.last_rx = trio.current_time()
             if self._parked:
                 self._parked = False
                 self.ident.heartbeat.add(self, self.last_rx)
+            # This frame waits here until the peer's next bytes, maybe for minutes: it must not
+            # keep what it handled alive (a commit is a hundred objects).
+            del items, data
+
+    async def _handle_all(self, items: list[m.Message | RemoteProtocolError]) -> bool:
+        """Handle what one read completed, in order; ``False`` once the connection closes."""
+        self._handling = True
+        try:
+            for item in items:
+                if isinstance(item, ProtocolError):
+                    if self.bucket.take():
+                        self.error(item.code, item.detail)
+                    continue
+                await self._handle(item)
+                if self._closing:
+                    return False
+        finally:
+            self._handling = False
+        return True
 
     # -- messages ---------------------------------------------------------------------------------
 
