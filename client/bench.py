@@ -76,6 +76,7 @@ from seabattle.protocol.record import build_record, load_record, seal, verify_re
 from seabattle.protocol.rules import PRESETS, RuleSet, ShotMode, preset
 from seabattle.protocol.session import Connection, Role, State, auth_payload
 from seabattle.protocol.verdict import Defender, Shot
+from seabattle.server.netio import DirectSocket, direct
 
 __all__ = ["BARS", "Scenario", "bench", "run_bench"]
 
@@ -200,6 +201,31 @@ async def _read_exact(stream: trio.abc.ReceiveStream, n: int) -> bytes:
     return buf
 
 
+async def _forward(src: trio.abc.Stream, dst: trio.abc.Stream) -> None:
+    """Send whatever ``src`` receives to ``dst`` until ``src`` ends, with the server's own I/O
+    (:mod:`seabattle.server.netio`: direct reads and writes on a plain socket), so that the
+    baseline differs from the server by the game alone."""
+    rsock, wsock = direct(src), direct(dst)
+    while True:
+        data = await rsock.receive() if rsock is not None else await src.receive_some(65536)
+        if not data:
+            return
+        await _send(dst, wsock, data)
+
+
+async def _send(
+    stream: trio.abc.SendStream, sock: DirectSocket | None, data: bytes | bytearray | memoryview
+) -> None:
+    """Write ``data``: straight to the socket while it takes it, the rest through the stream.
+    ``data`` may be a view of the shared read buffer: what is left is copied before awaiting."""
+    if sock is not None:
+        sent = sock.try_send(data)
+        if sent == len(data):
+            return
+        data = bytes(data[sent:])
+    await stream.send_all(data)
+
+
 async def bare_server(
     kind: str,
     host: str = "127.0.0.1",
@@ -220,8 +246,7 @@ async def bare_server(
             token = await _read_exact(stream, _TOKEN)
             if kind == "echo":
                 await stream.send_all(b"\x01")
-                async for data in stream:
-                    await stream.send_all(data)
+                await _forward(stream, stream)
                 return
             first = waiting.pop(token, None)
             if first is None:
@@ -242,8 +267,7 @@ async def bare_server(
                 box.append(stream)
                 ready.set()
             try:
-                async for data in stream:
-                    await peer.send_all(data)
+                await _forward(stream, peer)
             finally:
                 await trio.aclose_forcefully(peer)
 
@@ -466,11 +490,14 @@ class _Shooter:
         if self.scope is not None:
             self.scope.deadline = self.wake_at
 
-    async def _receive(self, stream: trio.SocketStream) -> bytes | None:
-        """Bytes from ``stream``, or ``None`` if it is time to act first."""
+    async def _receive(
+        self, stream: trio.SocketStream, sock: DirectSocket | None
+    ) -> bytes | bytearray | memoryview | None:
+        """Bytes from ``stream``, or ``None`` if it is time to act first (a view of a shared
+        buffer when read directly: to be consumed before the next await)."""
         with trio.CancelScope(deadline=self.wake_at) as cs:
             self.scope = cs
-            data = await stream.receive_some(65536)
+            data = await (sock.receive() if sock is not None else stream.receive_some(65536))
         self.scope = None
         return None if cs.cancelled_caught else data
 
@@ -480,12 +507,13 @@ class _Shooter:
 
     async def _loop(self, stream: trio.SocketStream, conn: Connection) -> None:
         """Handle messages, and act when the clock says, until the stream closes."""
+        sock = direct(stream)
         while True:
             if self.wake_at <= trio.current_time():
                 self.wake_at = math.inf
                 await self._wake()
                 continue
-            data = await self._receive(stream)
+            data = await self._receive(stream, sock)
             if data is None:
                 continue
             if not data:
@@ -513,6 +541,7 @@ class _Player(_Shooter):
         self.rng = rng
         self.conn = Connection(Role.CLIENT)
         self.stream: trio.SocketStream | None = None
+        self.sock: DirectSocket | None = None
         self.key = Ed25519PrivateKey.generate()
         self.backlog: list[m.Message] = []
         self.match = b""
@@ -534,7 +563,7 @@ class _Player(_Shooter):
         frame = self.conn.send(msg)
         if not isinstance(msg, m.Pong):
             self.last = frame
-        await self.stream.send_all(frame)
+        await _send(self.stream, self.sock, frame)
 
     async def recv_until(self, cls: type[m.Message]) -> m.Message:
         """Read until a message of type ``cls`` arrives; others wait in the backlog."""
@@ -558,6 +587,7 @@ class _Player(_Shooter):
 
     async def connect(self, addr: tuple[str, int], name: str) -> None:
         self.stream = await trio.open_tcp_stream(*addr)
+        self.sock = direct(self.stream)
         await self.send(m.Hello((1,), "seabattle-bench", ()))
         w = await self.recv_until(m.Welcome)
         assert isinstance(w, m.Welcome)
@@ -654,7 +684,7 @@ class _Player(_Shooter):
         if self.resend:
             assert self.stream is not None
             self.resend = False
-            await self.stream.send_all(self.last)
+            await _send(self.stream, self.sock, self.last)
         else:
             await self._fire()
 
@@ -706,6 +736,7 @@ class _BarePlayer(_Shooter):
         self.conn = Connection(Role.CLIENT)
         self.conn.state = State.READY  # no handshake: the baseline has no identities
         self.stream: trio.SocketStream | None = None
+        self.sock: DirectSocket | None = None
         self.defender: Defender | None = None
         self.next_cell = 0
         self.n = 0
@@ -716,6 +747,7 @@ class _BarePlayer(_Shooter):
 
     async def connect(self, addr: tuple[str, int], token: bytes) -> None:
         self.stream = await trio.open_tcp_stream(*addr)
+        self.sock = direct(self.stream)
         await self.stream.send_all(token)
         await _read_exact(self.stream, 1)
 
@@ -743,7 +775,7 @@ class _BarePlayer(_Shooter):
             msg = m.VerdictMsg(
                 self.match, 1, self.n, self.seat, (run.labels[i],), False, verdict, 1 - self.seat
             )
-        await self.stream.send_all(encode_frame(m.encode(msg)))
+        await _send(self.stream, self.sock, encode_frame(m.encode(msg)))
 
     async def on(self, msg: m.Message) -> None:
         assert self.stream is not None
@@ -757,7 +789,7 @@ class _BarePlayer(_Shooter):
             out = m.VerdictMsg(
                 self.match, 1, msg.n, msg.seat, msg.cells, False, v.to_dict(), msg.seat
             )
-            await self.stream.send_all(encode_frame(m.encode(out)))
+            await _send(self.stream, self.sock, encode_frame(m.encode(out)))
         elif isinstance(msg, m.VerdictMsg) and msg.seat == self.seat:
             self.run.shot_done(time.perf_counter() - self.sent_at)
             self._turn()

@@ -33,7 +33,6 @@ import heapq
 import itertools
 import logging
 import math
-import os
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -53,6 +52,7 @@ from seabattle.protocol.session import Connection, Role, State, check_auth
 from .config import ContextLog, Limits, TokenBucket
 from .lobby import Lobby
 from .metrics import Metrics
+from .netio import RECV_SIZE, direct
 from .store import Store
 
 __all__ = ["Client", "Heartbeat", "Identity", "TokenBucket"]
@@ -61,14 +61,6 @@ _log = logging.getLogger("seabattle.server.session")
 
 #: The writer sends the backlog in writes of at most this many bytes (a larger frame goes alone).
 WRITE_BATCH_BYTES = 256 * 1024
-
-#: The most bytes one read takes from a peer.
-RECV_SIZE = 65536
-# Every plain-socket read lands here and is copied into its connection's frame decoder at once,
-# rather than each read allocating RECV_SIZE bytes and shrinking them (one thread, no await
-# between the read and the copy: one buffer serves every connection of every server).
-_RECV_BUFFER = bytearray(RECV_SIZE)
-_RECV_VIEW = memoryview(_RECV_BUFFER)
 
 #: Timers the heartbeat handles before it lets other tasks run: when thousands of connections
 #: came up together their timers come due together, and matches must not wait for all of them.
@@ -139,13 +131,6 @@ class Identity:
     nursery: trio.Nursery | None = None
 
 
-def _socket_fd(stream: trio.abc.Stream) -> int | None:
-    """The file descriptor to write ``stream``'s bytes to directly, if it is a plain socket."""
-    if type(stream) is trio.SocketStream:
-        return stream.socket.fileno()
-    return None
-
-
 class Client:
     """One connection from a client; it is the :class:`~.config.Peer` the lobby sees."""
 
@@ -155,7 +140,7 @@ class Client:
         "_backlog",
         "_closing",
         "_cork",
-        "_fd",
+        "_direct",
         "_gone",
         "_handling",
         "_handshake_by",
@@ -166,7 +151,6 @@ class Client:
         "_scope",
         "_writer_done",
         "_writer_scope",
-        "_yield",
         "addr",
         "bucket",
         "challenge",
@@ -195,12 +179,11 @@ class Client:
         self.bucket = TokenBucket(self.limits.rate, self.limits.burst)
         self.last_rx = trio.current_time()
         self._scope = trio.CancelScope()  # the reader
-        self._fd = _socket_fd(stream)  # None: every frame goes through the writer task
+        self._direct = direct(stream)  # None: every frame goes through the writer task
         self._backlog: list[bytes] = []  # frames the socket would not take yet, in order
         self._queued = 0  # bytes in the backlog
         self._writer_scope: trio.CancelScope | None = None  # set while a writer task runs
         self._cork: list[bytes] | None = None  # frames held back by cork(), in order
-        self._yield = False  # the last read did not wait: yield before the next one
         self._writer_done: trio.Event | None = None  # set when the running writer task ends
         self._closing = False
         self._gone = False  # run() has ended: the lobby has been told
@@ -295,12 +278,11 @@ class Client:
             self._put(frame)
 
     def _put(self, data: bytes) -> None:
-        if self._fd is not None and not self._backlog:
+        sock = self._direct
+        if sock is not None and not self._backlog:
             try:
-                sent = os.write(self._fd, data)
-            except BlockingIOError:
-                sent = 0
-            except OSError:
+                sent = sock.try_send(data)
+            except trio.BrokenResourceError:
                 # The peer reset the connection: the reader sees it too and ends the session.
                 self.kill()
                 return
@@ -404,7 +386,7 @@ class Client:
                     await self.goodbye("shutdown")
                 self._closing = True
                 # The descriptor number is free for reuse once the stream closes.
-                self._fd = None
+                self._direct = None
                 await self.stream.aclose()
             self.log.info("closed")
 
@@ -467,29 +449,12 @@ class Client:
 
     async def _receive(self) -> bytes | bytearray | memoryview:
         """The next bytes from the peer (empty at EOF); raises ``BrokenResourceError`` or
-        ``ClosedResourceError`` if the connection is gone."""
-        fd = self._fd
-        if fd is None:
+        ``ClosedResourceError`` if the connection is gone. A plain socket is read directly
+        (:mod:`.netio`): the view returned must be consumed before the next await."""
+        sock = self._direct
+        if sock is None:
             return await self.stream.receive_some(RECV_SIZE)
-        # A plain socket is read directly, as it is written: trio's receive_some goes through
-        # five layers of calls and context managers per read and keeps them all suspended for
-        # every idle connection. The view returned is into a buffer every connection shares:
-        # the caller copies it into its decoder before it awaits anything.
-        if self._yield:
-            # The last read found data waiting without blocking: still let the other tasks run
-            # (and cancellation in) before this one, as every trio read does.
-            await trio.lowlevel.checkpoint()
-        self._yield = True
-        while True:
-            try:
-                n = os.readv(fd, (_RECV_BUFFER,))
-            except BlockingIOError:
-                await trio.lowlevel.wait_readable(fd)
-                self._yield = False
-                continue
-            except OSError as e:
-                raise trio.BrokenResourceError(str(e)) from e
-            return _RECV_VIEW[:n]
+        return await sock.receive()
 
     async def _reader(self) -> None:
         conn, metrics = self.conn, self.metrics

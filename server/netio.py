@@ -1,0 +1,78 @@
+"""Reading and writing a plain TCP socket without trio's stream layers.
+
+Why. trio's ``SocketStream.receive_some`` and ``send_all`` go through a conflict detector, an
+error-translating context manager, the socket wrapper and its non-blocking helper (an async
+context manager with two checkpoints) on every call, and an idle connection keeps that whole
+chain of frames suspended. A server with thousands of connections pays for it on every frame
+and in memory. The socket is non-blocking already, so :class:`DirectSocket` calls ``readv`` /
+``write`` on its descriptor at once and waits with :func:`trio.lowlevel.wait_readable` only when
+there is nothing to read, which is what trio does underneath, minus the layers. TLS streams have
+no such shortcut: callers keep the stream for them.
+
+The stream keeps owning the socket (options, closing); a :class:`DirectSocket` must not be used
+once the stream is closed, since the descriptor number may then belong to another connection.
+"""
+
+from __future__ import annotations
+
+import os
+
+import trio
+
+__all__ = ["RECV_SIZE", "DirectSocket", "direct"]
+
+#: The most bytes one read takes.
+RECV_SIZE = 65536
+
+# Every read lands here and the caller copies it out before it awaits anything (one thread,
+# no await between the read and the copy), instead of each read allocating RECV_SIZE bytes and
+# shrinking them: one buffer serves every connection in the process.
+_BUFFER = bytearray(RECV_SIZE)
+_VIEW = memoryview(_BUFFER)
+
+
+class DirectSocket:
+    """Direct reads and writes on the descriptor of a plain :class:`trio.SocketStream`."""
+
+    __slots__ = ("_yield", "fd")
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._yield = False  # the last read did not wait: yield before the next one
+
+    async def receive(self) -> memoryview:
+        """The next bytes from the peer (empty at EOF), as a view into a shared buffer that is
+        only valid until the caller's next await. Raises ``BrokenResourceError`` on a reset."""
+        if self._yield:
+            # The last read found data waiting: still let the other tasks run (and
+            # cancellation in) before this one, as every trio read does.
+            await trio.lowlevel.checkpoint()
+        self._yield = True
+        while True:
+            try:
+                n = os.readv(self.fd, (_BUFFER,))
+            except BlockingIOError:
+                await trio.lowlevel.wait_readable(self.fd)
+                self._yield = False
+                continue
+            except OSError as e:
+                raise trio.BrokenResourceError(str(e)) from e
+            return _VIEW[:n]
+
+    def try_send(self, data: bytes | bytearray | memoryview) -> int:
+        """Write what the socket takes now, without waiting; returns how many bytes that was.
+        Raises ``BrokenResourceError`` if the connection is gone."""
+        try:
+            return os.write(self.fd, data)
+        except BlockingIOError:
+            return 0
+        except OSError as e:
+            raise trio.BrokenResourceError(str(e)) from e
+
+
+def direct(stream: trio.abc.Stream) -> DirectSocket | None:
+    """A :class:`DirectSocket` for ``stream`` if it is a plain TCP stream (``None``: TLS or
+    anything else, which must be used through the stream itself)."""
+    if type(stream) is trio.SocketStream:
+        return DirectSocket(stream.socket.fileno())
+    return None
