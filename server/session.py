@@ -1,12 +1,15 @@
 """One task per connection: the sans-IO :class:`Connection` over a trio stream.
 
 Theory of operation. :meth:`Client.run` is the connection's only task while the peer keeps up:
-it feeds received bytes to ``Connection(Role.SERVER)`` and handles each message in turn.
-:meth:`Client.send` never blocks and never waits for a task: on a plain TCP stream it writes the
-frame to the socket at once (the socket is non-blocking; this is what trio's ``send_all`` does
-first, without its two trips through the scheduler). Only what the kernel will not take now - a
-peer that reads slowly, a large record - is kept in a backlog, and a writer task is started to
-drain it; it ends when the backlog is empty. Other streams (TLS) always go through the writer.
+it feeds received bytes to ``Connection(Role.SERVER)`` and handles each message in turn. A plain
+TCP socket is read and written directly (:mod:`.netio`), below trio's stream layers.
+:meth:`Client.send` never blocks and never waits for a task: it writes the frame to the socket
+at once (the socket is non-blocking; this is what trio's ``send_all`` does first, without its
+two trips through the scheduler). Only what the kernel will not take now - a peer that reads
+slowly, a large record - is kept in a backlog, and a writer task is started (in the server's
+nursery) to drain it; it ends when the backlog is empty. Other streams (TLS) always go through
+the writer. While a referee applies one input, it corks the connections it tells (:meth:`cork`),
+so each gets one write for all the input made it receive.
 The backlog is bounded in frames and in bytes: a peer that falls that far behind is too slow to
 follow and is dropped, so a slow spectator can never hold up a match.
 
