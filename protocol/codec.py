@@ -31,6 +31,7 @@ __all__ = [
     "MAX_FRAME",
     "FrameDecoder",
     "encode_frame",
+    "encode_frame_walking",
     "strict_unpack",
 ]
 
@@ -232,6 +233,25 @@ def encode_frame(obj: dict[str, Any], *, max_frame: int = MAX_FRAME) -> bytes:
     if not isinstance(obj, dict):
         raise LocalProtocolError(ErrorCode.BAD_MESSAGE, f"a frame carries a map, not {type(obj)}")
     _check_tree(obj, 1, LocalProtocolError)
+    return _pack_frame(obj, max_frame)
+
+
+def encode_frame_walking(
+    obj: dict[str, Any], walk: list[Any], *, max_frame: int = MAX_FRAME
+) -> bytes:
+    """:func:`encode_frame` for a map whose caller vouches for all of it but the values ``walk``.
+
+    Every key of ``obj`` must be a ``str``, and every value not in ``walk`` nil, a bool, int,
+    str or bytes (or a subclass), or a list or tuple of such: values the walk accepts at once.
+    ``walk`` lists the other values, in the map's order; they are checked as values of the
+    top-level map, so the result, and the first error, are those of :func:`encode_frame`.
+    """
+    if walk:
+        _check_tree(walk, 1, LocalProtocolError)
+    return _pack_frame(obj, max_frame)
+
+
+def _pack_frame(obj: dict[str, Any], max_frame: int) -> bytes:
     try:
         body: bytes = _packb(obj, use_bin_type=True)
     except (OverflowError, ValueError, TypeError) as exc:

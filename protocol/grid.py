@@ -8,6 +8,7 @@ orders the cells of a grid and is what commitments bind to.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import NamedTuple
 
@@ -79,6 +80,12 @@ def parse_cell(text: str, rows: int, cols: int) -> Cell:
     Raises :class:`Refused` with ``OFF_BOARD`` for text that is not a cell of this grid, so that an
     unclear or off-board call is refused and the shot is kept (002: "ask again"; 004: "refused").
     """
+    if type(text) is str:
+        # A call in the canonical form (what every client sends) is looked up in this grid's
+        # table, which holds exactly what the parse below returns for those labels.
+        cell = _cell_table(rows, cols).get(text)
+        if cell is not None:
+            return cell
     m = _CELL_RE.match(text.strip().upper())
     if not m:
         raise Refused(ErrorCode.OFF_BOARD, f"{text!r} is not a cell (expected e.g. E5)")
@@ -93,3 +100,19 @@ def parse_cell(text: str, rows: int, cols: int) -> Cell:
             f"{text.strip().upper()} is off the board (A1-{Cell(rows - 1, cols - 1).label()})",
         )
     return cell
+
+
+@functools.lru_cache(maxsize=64)
+def _cell_table(rows: int, cols: int) -> dict[str, Cell]:
+    """Label -> cell for every cell of a ``rows`` x ``cols`` grid whose label parses (empty for
+    a grid too large to be worth a table; rules allow at most 26 x 26)."""
+    if not 0 < rows * cols <= 1 << 16:
+        return {}
+    table = {}
+    for r in range(rows):
+        for c in range(cols):
+            cell = Cell(r, c)
+            label = cell.label()
+            if _CELL_RE.match(label):
+                table[label] = cell
+    return table

@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, ClassVar, TypeVar
 
+from .codec import MAX_FRAME, encode_frame, encode_frame_walking
 from .errors import ErrorCode, RemoteProtocolError
 
-__all__ = ["MESSAGES", "Dir", "Message", "decode", "encode"]
+__all__ = ["MESSAGES", "Dir", "Message", "decode", "encode", "frame"]
 
 MAX_TEXT = 4096
 MAX_BYTES = 65536
@@ -45,6 +46,8 @@ class Message:
     DIR: ClassVar[Dir] = Dir.BOTH
 
     def __post_init__(self) -> None:
+        # Registered classes get a compiled __post_init__ of their own (see _compile_validator);
+        # this is the reference path, for anything else.
         _validate(self)
 
 
@@ -66,6 +69,7 @@ def message(tag: str, direction: Dir) -> Callable[[M], M]:
         MESSAGES[tag] = cls
         _compiled(cls)  # validation is compiled once, here, not on every message
         _decoder(tag)
+        _compile_class(cls)
         return cls
 
     return deco
@@ -265,6 +269,95 @@ def _validate(msg: Message) -> None:
             object.__setattr__(msg, name, nv)
 
 
+def _fix(msg: Message, i: int) -> None:
+    """:func:`_validate` for field ``i`` of ``msg`` alone (what a compiled validator calls)."""
+    checks, max_bytes = _COMPILED[type(msg)]
+    name, fast, tp = checks[i]
+    v = getattr(msg, name)
+    nv = fast(v)
+    if nv is not v:
+        if nv is _FAIL:
+            nv = _check(v, tp, f"{msg.TAG}.{name}", max_bytes)
+            if nv is v:
+                return
+        object.__setattr__(msg, name, nv)
+
+
+def _accepts(tp: Any, max_bytes: int | None, fast: str) -> str | None:
+    """Python source of a condition on ``x`` that implies ``fast(x) is x`` for annotation ``tp``
+    (``fast`` names the field's fast check); ``None`` when every value passes (``Any``)."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(args) != 1:
+            return "False"  # pragma: no cover - no such field today
+        inner = _accepts(args[0], max_bytes, fast)
+        return None if inner is None else f"x is None or ({inner})"
+    if origin is tuple:
+        item = typing.get_args(tp)[0]
+        if item is Any:
+            return "type(x) is tuple and len(x) <= MAX_LIST"
+        if item is str:
+            # For x not None the field's fast check is the tuple check itself (see _optional).
+            return f"type(x) is tuple and {fast}(x) is x"
+        return "False"  # items() always builds a new tuple: let _fix store it
+    if tp is Any:
+        return None
+    if tp is bool:
+        return "x is True or x is False"
+    if tp is int:
+        return "type(x) is int"
+    if tp is str:
+        return "type(x) is str and len(x) <= MAX_TEXT"
+    if tp is bytes:
+        return "type(x) is bytes" + ("" if max_bytes is None else f" and len(x) <= {max_bytes}")
+    if tp is dict or origin is dict:
+        return "type(x) is dict"
+    raise TypeError(f"unsupported field type {tp!r}")  # pragma: no cover - a table error
+
+
+def _fixed(tp: Any) -> bool:
+    """Whether every value a validated field of annotation ``tp`` can hold is one the frame
+    encoder's walk accepts without looking: nil, a bool/int/str/bytes (or a subclass), or a
+    tuple of such (a validated tuple field holds an exact tuple, of checked items)."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        return all(_fixed(a) for a in typing.get_args(tp))
+    if origin is tuple:
+        return typing.get_args(tp)[0] in (bool, int, str, bytes)
+    return tp in (bool, int, str, bytes, type(None))
+
+
+#: class -> its wire map builder and the fields whose values the frame encoder must walk.
+_FRAMING: dict[type[Message], tuple[Callable[[Message], dict[str, Any]], tuple[str, ...]]] = {}
+
+
+def _compile_class(cls: type[Message]) -> None:
+    """Give registered ``cls`` a compiled ``__post_init__`` and wire map builder.
+
+    The validator tests each field with an inline condition that implies its fast check would
+    return the value unchanged, and hands any other field to :func:`_fix` (the per-field body of
+    :func:`_validate`): the same fields are accepted, normalised and refused, in field order.
+    """
+    checks, max_bytes = _compiled(cls)
+    ns: dict[str, Any] = {"_fix": _fix, "MAX_LIST": MAX_LIST, "MAX_TEXT": MAX_TEXT}
+    body = []
+    for i, (name, fast, tp) in enumerate(checks):
+        cond = _accepts(tp, max_bytes, f"_f{i}")
+        if cond is None:
+            continue
+        ns[f"_f{i}"] = fast
+        body += [f"    x = msg.{name}", f"    if not ({cond}):", f"        _fix(msg, {i})"]
+    src = "def __post_init__(msg):\n" + "\n".join([*body, "    return None"]) + "\n"
+    names = [name for name, _, _ in checks]
+    items = "".join(f", {name!r}: msg.{name}" for name in names)
+    src += f"def build(msg):\n    return {{'t': {cls.TAG!r}{items}}}\n"
+    exec(src, ns)  # the dataclass way: straight-line code beats a loop over the fields
+    cls.__post_init__ = ns["__post_init__"]  # type: ignore[method-assign]
+    hints = _hints(cls)
+    _FRAMING[cls] = (ns["build"], tuple(n for n in names if not _fixed(hints[n])))
+
+
 #: tag -> (class, its field names, every key its wire map has).
 _DECODE: dict[str, tuple[type[Message], tuple[str, ...], frozenset[str]]] = {}
 
@@ -303,10 +396,28 @@ def decode(d: dict[str, Any]) -> Message:
 
 def encode(msg: Message) -> dict[str, Any]:
     """The wire map of ``msg`` (tuples become lists when packed)."""
+    framing = _FRAMING.get(type(msg))
+    if framing is not None:
+        return framing[0](msg)
     out: dict[str, Any] = {"t": msg.TAG}
     for name in _hints(type(msg)):
         out[name] = getattr(msg, name)
     return out
+
+
+def frame(msg: Message, *, max_frame: int = MAX_FRAME) -> bytes:
+    """``encode_frame(encode(msg), max_frame=max_frame)``: the same bytes, the same errors.
+
+    A message was validated when it was built, and its class is frozen: a field whose type
+    admits only scalars (or a tuple of them) cannot hold anything the frame encoder refuses, so
+    only the free-form fields (maps, ``Any``) are walked. Raises :class:`LocalProtocolError`.
+    """
+    framing = _FRAMING.get(type(msg))
+    if framing is None:  # not a registered class (a subclass, say): the whole walk
+        return encode_frame(encode(msg), max_frame=max_frame)
+    build, free = framing
+    out = build(msg)
+    return encode_frame_walking(out, [out[k] for k in free], max_frame=max_frame)
 
 
 # ================================================================================================

@@ -23,7 +23,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from . import messages as m
-from .codec import FrameDecoder, encode_frame
+from .codec import FrameDecoder
 from .errors import ErrorCode, LocalProtocolError, RemoteProtocolError
 
 __all__ = [
@@ -204,7 +204,7 @@ class Connection:
                     f"cannot send {tag!r} in handshake state {self.state.value!r}",
                 )
             self.state = nxt
-        return encode_frame(m.encode(msg), max_frame=self.max_send)
+        return m.frame(msg, max_frame=self.max_send)
 
     @property
     def max_frame(self) -> int:

@@ -51,6 +51,8 @@ _OCC, _CLAIM, _SHOWN, _VERTICAL = 4, 8, 16, 32
 _HEAD = struct.Struct(">BBIB")  # tag, seat, n, results
 _TOTAL_HEAD = struct.Struct(">BBIBB")  # tag, seat, n, total, sunk claims
 _U16 = struct.Struct(">H")
+_OPENING = struct.Struct(">BH16s")  # a cell result's flags, cell index and salt
+_FIRE_ONE = struct.Struct(">BBBBH")  # a called shot of one cell: tag, seat, member, 1, cell
 
 
 @functools.lru_cache(maxsize=32)
@@ -89,16 +91,16 @@ def _verdict(data: bytearray, start: int) -> Verdict:
     _, _, n, count = _HEAD.unpack_from(data, start)
     at = start + _HEAD.size
     results = []
+    unpack = _OPENING.unpack_from
     for _ in range(count):
-        flags = data[at]
-        opening = CellOpening(
-            _U16.unpack_from(data, at + 1)[0], bool(flags & _OCC), bytes(data[at + 3 : at + 19])
-        )
+        flags, i, salt = unpack(data, at)
         at += 19
         sunk = None
         if flags & _CLAIM:
             sunk, at = _claim_object(data, flags, at)
-        results.append(CellResult(_RESULTS[flags & 3], opening, sunk))
+        results.append(
+            CellResult(_RESULTS[flags & 3], CellOpening(i, flags & _OCC != 0, salt), sunk)
+        )
     return Verdict(n, tuple(results))
 
 
@@ -193,9 +195,16 @@ class Transcript(Sequence[Entry]):
             return False
         if len(self._labels) > 1 << 16:
             return False
+        index = self._index
+        if len(cells) == 1:  # a single shot: nearly every entry
+            c = cells[0]
+            i = index.get(c) if type(c) is str else None
+            if i is None:
+                return False
+            self._data += _FIRE_ONE.pack(_FIRE, seat, member, 1, i)
+            return True
         if not 0 < len(cells) < 256 or not all(type(c) is str for c in cells):
             return False
-        index = self._index
         try:
             at = [index[c] for c in cells]
         except KeyError:
@@ -238,14 +247,14 @@ class Transcript(Sequence[Entry]):
             if not _salt(salt):
                 return False
             flags = code | (_OCC if occ else 0)
-            tail = b""
-            if claim is not None:
-                packed = _encode_claim(claim)
-                if packed is None:
-                    return False
-                flags |= _CLAIM | packed[0]
-                tail = packed[1]
-            out += bytes((flags,)) + _U16.pack(i) + salt + tail
+            if claim is None:
+                out += _OPENING.pack(flags, i, salt)
+                continue
+            packed = _encode_claim(claim)
+            if packed is None:
+                return False
+            out += _OPENING.pack(flags | _CLAIM | packed[0], i, salt)
+            out += packed[1]
         self._data += out
         return True
 
@@ -358,38 +367,42 @@ class Transcript(Sequence[Entry]):
         out: list[tuple[Shot, Verdict]] = []
         if self._plain is not None:
             return out  # a replay keeps its own list
-        data, ends, cols = self._data, self._ends, self._cols
-        cells = _cells(len(self._labels), cols)
+        data, kept = self._data, self._kept
+        cells = _cells(len(self._labels), self._cols)
+        u16 = _U16.unpack_from
         called: tuple[int, tuple[Cell, ...]] | Entry | None = None
-        for j in range(len(self)):
-            start = ends[j - 1] if j else 0
-            if j == len(ends) or start == ends[j]:
-                e = self._kept.get(j) if j < len(ends) else self._tail[0] if self._tail else None
-                if e is None or callable(e):
-                    continue
-                kind = e.get("in")
-                if kind == "fire" or kind == "radar":
-                    called = e
-                elif kind == "answer" and called is not None:
-                    n = len(out) + 1
-                    shot = (
-                        parse(called, n)
-                        if isinstance(called, dict)
-                        else Shot(n, called[0], called[1])
-                    )
-                    out.append((shot, answer(e, n)))
-                    called = None
-                continue
-            tag = data[start]
-            if tag == _FIRE:
-                seat, count = data[start + 1], data[start + 3]
-                at = [_U16.unpack_from(data, start + 4 + 2 * k)[0] for k in range(count)]
-                called = (seat, tuple(cells[i] for i in at))
-                continue
-            if called is None:
-                continue
-            n = len(out) + 1
-            shot = parse(called, n) if isinstance(called, dict) else Shot(n, called[0], called[1])
-            out.append((shot, _verdict(data, start)))
-            called = None
+
+        # The entries kept as maps, and the tail, are read by this; compact ones inline below.
+        def logged(e: Entry | Rebuild | None) -> None:
+            nonlocal called
+            if e is None or callable(e):
+                return
+            kind = e.get("in")
+            if kind == "fire" or kind == "radar":
+                called = e
+            elif kind == "answer" and called is not None:
+                n = len(out) + 1
+                shot = parse(called, n) if isinstance(called, dict) else Shot(n, *called)
+                out.append((shot, answer(e, n)))
+                called = None
+
+        start = 0
+        for j, end in enumerate(self._ends):
+            if start == end:
+                logged(kept.get(j))
+            elif data[start] == _FIRE:
+                count = data[start + 3]
+                if count == 1:
+                    at: tuple[Cell, ...] = (cells[u16(data, start + 4)[0]],)
+                else:
+                    at = tuple(cells[u16(data, start + 4 + 2 * k)[0]] for k in range(count))
+                called = (data[start + 1], at)
+            elif called is not None:
+                n = len(out) + 1
+                shot = parse(called, n) if isinstance(called, dict) else Shot(n, *called)
+                out.append((shot, _verdict(data, start)))
+                called = None
+            start = end
+        if self._tail is not None:
+            logged(self._tail[0])
         return out

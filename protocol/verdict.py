@@ -86,10 +86,11 @@ class CellResult:
 
     def to_dict(self) -> dict[str, Any]:
         """Wire form."""
+        sunk = self.sunk
         return {
             "r": self.result.value,
             "open": self.opening.to_dict(),
-            "sunk": self.sunk.to_dict() if self.sunk else None,
+            "sunk": sunk.to_dict() if sunk else None,
         }
 
     @classmethod
@@ -130,11 +131,13 @@ class Verdict:
 
     def to_dict(self) -> dict[str, Any]:
         """Wire form."""
+        # Built on every shot, twice by a custody referee: no comprehension for empty parts.
+        results, sunk = self.results, self.sunk
         return {
             "n": self.n,
-            "results": [r.to_dict() for r in self.results],
+            "results": [r.to_dict() for r in results] if results else [],
             "total": self.total,
-            "sunk": [s.to_dict() for s in self.sunk],
+            "sunk": [s.to_dict() for s in sunk] if sunk else [],
             "found": self.found,
         }
 

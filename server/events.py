@@ -4,10 +4,16 @@
 
 from __future__ import annotations
 
+import functools
+
 from seabattle.protocol import messages as m
 from seabattle.protocol.game import Event, Game
+from seabattle.protocol.grid import Cell
 
 __all__ = ["event_message"]
+
+# Labels of called cells: a grid has few cells, and every shot and verdict names its own.
+_label = functools.lru_cache(maxsize=4096)(Cell.label)
 
 
 def event_message(g: Game, mid: bytes, ev: Event) -> m.Message | None:
@@ -24,11 +30,11 @@ def event_message(g: Game, mid: bytes, ev: Event) -> m.Message | None:
     if ev.kind == "shot":
         assert ev.shot is not None
         sh = ev.shot
-        return m.ShotCalled(mid, n, sh.n, sh.seat, tuple(c.label() for c in sh.cells), sh.radar)
+        return m.ShotCalled(mid, n, sh.n, sh.seat, tuple(map(_label, sh.cells)), sh.radar)
     if ev.kind == "verdict":
         assert ev.shot is not None and ev.verdict is not None
         sh = ev.shot
-        labels = tuple(c.label() for c in sh.cells)
+        labels = tuple(map(_label, sh.cells))
         return m.VerdictMsg(mid, n, sh.n, sh.seat, labels, sh.radar, ev.verdict.to_dict(), ev.seat)
     if ev.kind == "shot_lost":
         assert ev.seat is not None and ev.data is not None

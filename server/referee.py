@@ -24,7 +24,6 @@ from typing import Any
 import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from seabattle.protocol import messages as m
-from seabattle.protocol.codec import encode_frame
 from seabattle.protocol.commit import Commitment, Committed, Reveal
 from seabattle.protocol.errors import (
     ErrorCode,
@@ -84,7 +83,7 @@ def _broadcast(msg: m.Message, peers: list[Peer]) -> None:
             p.send(msg)
         return
     try:
-        frame = encode_frame(m.encode(msg), max_frame=MAX_S2C_FRAME)
+        frame = m.frame(msg, max_frame=MAX_S2C_FRAME)
     except LocalProtocolError:
         frame = None
     for p in peers:

@@ -1,0 +1,232 @@
+"""The per-message shortcuts change nothing a peer can see.
+
+* :func:`messages.frame` gives the bytes and the errors of ``encode_frame(encode(msg))``: it walks
+  only a message's free-form fields (maps, ``Any``), and a hostile value there is still refused
+  with the code the peer would send; every other field cannot hold one, because construction
+  refuses it.
+* The compiled validators accept, normalise and refuse exactly what the reference loop does.
+* ``parse_cell``'s label table gives what the parser gives.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from enum import IntEnum, StrEnum
+from typing import Any
+
+import msgpack
+import pytest
+from seabattle.protocol import messages as m
+from seabattle.protocol.codec import MAX_DEPTH, encode_frame
+from seabattle.protocol.errors import LocalProtocolError, Refused, RemoteProtocolError
+from seabattle.protocol.grid import Cell, column_label, parse_cell
+from test_messages import sample
+
+
+def fields(cls: type[m.Message]) -> dict[str, Any]:
+    hints = typing.get_type_hints(cls)
+    return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
+
+
+TAGS = sorted(m.MESSAGES)
+
+
+class _Num(IntEnum):
+    TWO = 2
+
+
+class _Word(StrEnum):
+    E5 = "E5"
+
+
+def _build(cls: type[m.Message], **values: Any) -> m.Message:
+    args = {name: sample(tp) for name, tp in fields(cls).items()}
+    args.update(values)
+    return cls(**args)
+
+
+def _same(msg: m.Message, max_frame: int = 1 << 24) -> None:
+    """frame() and the reference give the same bytes, or the same error."""
+    try:
+        want: bytes | LocalProtocolError = encode_frame(m.encode(msg), max_frame=max_frame)
+    except LocalProtocolError as e:
+        want = e
+    try:
+        got: bytes | LocalProtocolError = m.frame(msg, max_frame=max_frame)
+    except LocalProtocolError as e:
+        got = e
+    if isinstance(want, LocalProtocolError):
+        assert isinstance(got, LocalProtocolError), msg
+        assert (got.code, got.detail) == (want.code, want.detail)
+    else:
+        assert got == want
+
+
+def _free(cls: type[m.Message]) -> list[str]:
+    return list(m._FRAMING[cls][1])
+
+
+def _deep(levels: int) -> Any:
+    v: Any = 1
+    for _ in range(levels):
+        v = {"k": v}
+    return v
+
+
+# Values no frame may carry (or, for the deep ones, carry at some depth).
+HOSTILE: list[Any] = [
+    1.5,
+    {1: "int key"},
+    {"f": [1, 2.5]},
+    {"b": {"x": {b"k": 1}}},
+    {"big": 1 << 64},
+    {"neg": -(1 << 63) - 1},
+    {"ext": msgpack.ExtType(1, b"x")},
+    {"ts": msgpack.Timestamp(0)},
+    {"set": {1, 2}},
+    _deep(MAX_DEPTH - 1),  # still fits: a field is at depth 2
+    _deep(MAX_DEPTH),
+    [[[[[[[[1]]]]]]]],
+    {"ok": [1, "two", b"3", None, True, {"nested": []}]},
+]
+
+
+@pytest.mark.parametrize("tag", TAGS)
+def test_frame_gives_the_reference_bytes_for_every_message(tag: str) -> None:
+    cls = m.MESSAGES[tag]
+    msg = m.decode({"t": tag, **{n: sample(tp) for n, tp in fields(cls).items()}})
+    _same(msg)
+    assert m.frame(msg) == encode_frame(m.encode(msg))
+    _same(msg, max_frame=8)  # too large: the same FRAME_TOO_LARGE
+
+
+@pytest.mark.parametrize("tag", TAGS)
+def test_a_hostile_value_in_a_free_form_field_is_refused_as_before(tag: str) -> None:
+    cls = m.MESSAGES[tag]
+    for name in _free(cls):
+        tp = fields(cls)[name]
+        for bad in HOSTILE:
+            value = [bad] if typing.get_origin(tp) is tuple else bad
+            try:
+                msg = _build(cls, **{name: value})
+            except RemoteProtocolError:
+                continue  # the field's type refuses it already (a scalar in a map field)
+            _same(msg)
+
+
+def test_free_form_fields_are_the_maps_and_the_untyped_lists() -> None:
+    # What frame() walks: every field that can hold a container of unchecked items.
+    free = {tag: _free(cls) for tag, cls in m.MESSAGES.items() if _free(cls)}
+    assert free["verdict"] == ["verdict"]
+    assert free["firing"] == ["commitments"]
+    assert free["snapshot"] == ["view"]
+    assert free["start"] == ["rules"]
+    assert "shot" not in free and "clock" not in free
+    for tag, cls in m.MESSAGES.items():
+        for name, tp in fields(cls).items():
+            text = repr(tp)
+            untyped = "dict" in text or "Any" in text
+            assert (name in free.get(tag, [])) == untyped, (tag, name, tp)
+
+
+# Values a field that is not walked could be handed: each is refused at construction, or kept
+# as a scalar (or a tuple of scalars) that the walk accepts.
+ANYTHING: list[Any] = [
+    None,
+    True,
+    0,
+    -(1 << 70),
+    _Num.TWO,
+    "E5",
+    _Word.E5,
+    "x" * (m.MAX_TEXT + 1),
+    b"",
+    bytearray(b"x"),
+    1.5,
+    {"k": 1},
+    [],
+    ["E5", "A1"],
+    ["E5", 1.5],
+    [1, 2],
+    [1, {"k": 1}],
+    ("E5",),
+    (1, 2.5),
+    [[1]],
+    {1, 2},
+    msgpack.ExtType(1, b"x"),
+]
+
+
+@pytest.mark.parametrize("tag", TAGS)
+def test_a_field_that_is_not_walked_cannot_hold_what_the_walk_refuses(tag: str) -> None:
+    cls = m.MESSAGES[tag]
+    for name in fields(cls):
+        if name in _free(cls):
+            continue
+        for value in ANYTHING:
+            try:
+                msg = _build(cls, **{name: value})
+            except RemoteProtocolError:
+                continue
+            held = getattr(msg, name)
+            items = held if type(held) is tuple else (held,)
+            assert all(x is None or isinstance(x, str | int | bytes) for x in items), (tag, name)
+            _same(msg)  # the same bytes (or, for a huge int, the same packing error)
+
+
+def _reference(cls: type[m.Message], args: dict[str, Any]) -> m.Message:
+    """The message as the reference loop validates it (no compiled __post_init__)."""
+    msg = object.__new__(cls)
+    for name, value in args.items():
+        object.__setattr__(msg, name, value)
+    m._validate(msg)
+    return msg
+
+
+@pytest.mark.parametrize("tag", TAGS)
+def test_compiled_validators_agree_with_the_reference_loop(tag: str) -> None:
+    cls = m.MESSAGES[tag]
+    base = {name: sample(tp) for name, tp in fields(cls).items()}
+    for name in fields(cls):
+        for value in [*ANYTHING, b"x" * (m.MAX_BYTES + 1), ["x"] * (m.MAX_LIST + 1)]:
+            args = {**base, name: value}
+            outcome: list[Any] = []
+            for compiled in (True, False):
+                try:
+                    msg = cls(**args) if compiled else _reference(cls, args)
+                except RemoteProtocolError as e:
+                    outcome.append(("refused", e.code, e.detail))
+                else:
+                    got = [getattr(msg, f.name) for f in dataclasses.fields(msg)]
+                    outcome.append(("ok", got, [type(x) for x in got]))
+            assert outcome[0] == outcome[1], (tag, name, value)
+
+
+def test_a_subclass_of_a_message_is_framed_with_the_whole_walk() -> None:
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Sub(m.Bye):
+        pass
+
+    msg = Sub("done")
+    assert m.frame(msg) == encode_frame(m.encode(msg))
+
+
+@pytest.mark.parametrize("rows,cols", [(1, 1), (2, 3), (10, 10), (26, 26), (30, 40), (1000, 2)])
+def test_parse_cell_from_the_table_is_what_the_parser_gives(rows: int, cols: int) -> None:
+    texts = [f"{column_label(c)}{r + 1}" for r in range(rows + 2) for c in range(cols + 2)]
+    texts += ["e5", " E5 ", "E05", "A0", "", "AAA1", "A1000", "E5\n", "Z26"]
+    for text in texts:
+        # The reference: the parser alone (the table bypassed by a str subclass).
+        class Text(str):
+            pass
+
+        try:
+            want: Cell | tuple[Any, ...] = parse_cell(Text(text), rows, cols)
+        except Refused as e:
+            want = (e.code, e.detail)
+        try:
+            got: Cell | tuple[Any, ...] = parse_cell(text, rows, cols)
+        except Refused as e:
+            got = (e.code, e.detail)
+        assert got == want and type(got) is type(want), text
