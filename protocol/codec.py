@@ -359,9 +359,17 @@ class FrameDecoder:
                     f"stream ended {end - len(buf)} bytes before the end of a frame",
                 )
             return None
+        body = buf[pos + HEADER_SIZE : end]
         # Consumed before decoding: a refused body must not be met again on the next call.
-        self._pos = end
-        return _unpack(buf[pos + HEADER_SIZE : end])
+        if end == len(buf):
+            # Nothing left: let the buffer go now rather than at the next feed(). A server holds
+            # a decoder per connection, and an idle peer's last frame (a commit: 3.5 KB) would
+            # otherwise stay in memory until it speaks again.
+            buf.clear()
+            self._pos = 0
+        else:
+            self._pos = end
+        return _unpack(body)
 
     def eof(self) -> None:
         """Mark the end of the stream.
