@@ -28,7 +28,8 @@ server memory per connection (``VmRSS`` at the end of the window minus ``VmRSS``
 connection, over the number of connections); the load generator's own CPU (it must not be the
 bottleneck). Each figure is also given as a ratio to the baseline's. Finally signed records of
 finished matches are fetched with ``get_record`` (or, when no match finished, built locally) and
-verified with :func:`~seabattle.protocol.record.verify_record`, timed per game.
+verified with :func:`~seabattle.protocol.record.verify_record` in a fresh process (as
+``seabattle verify`` runs), timed per game.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+import msgpack
 import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from rich.console import Console
@@ -296,7 +298,13 @@ def _bench_limits() -> Any:
 
 
 def _child_main(argv: list[str]) -> None:
-    """``python -m seabattle.client.bench KIND WORKDIR [PROFILE]``: serve until SIGTERM."""
+    """``python -m seabattle.client.bench KIND WORKDIR [PROFILE]``: serve until SIGTERM;
+    ``python -m seabattle.client.bench verify FILE``: time :func:`time_verify` on the records
+    in FILE (msgpack list of signed records), print the figures as JSON."""
+    if argv[0] == "verify":
+        records = msgpack.unpackb(Path(argv[1]).read_bytes(), raw=False)
+        print(json.dumps(time_verify(records)))
+        return
     kind, workdir = argv[0], Path(argv[1])
     profile = argv[2] if len(argv) > 2 and argv[2] else None
     _raise_nofile()
@@ -880,6 +888,23 @@ def time_verify(records: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def time_verify_fresh(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """:func:`time_verify` in a fresh process, as ``seabattle verify`` runs: not inside the load
+    generator, whose heap of thousands of connections slows everything it does afterwards.
+    Falls back to this process if the child fails."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "records.msgpack"
+        path.write_bytes(msgpack.packb(records, use_bin_type=True))
+        argv = [sys.executable, "-m", "seabattle.client.bench", "verify", str(path)]
+        try:
+            out = subprocess.run(argv, capture_output=True, check=True, timeout=300).stdout
+            result: dict[str, Any] = json.loads(out)
+        except (OSError, subprocess.SubprocessError, ValueError):
+            _log.warning("verify in a fresh process failed: timing it here")
+            return time_verify(records)
+    return result
+
+
 async def _fetch_records(addr: tuple[str, int], run: _Run, limit: int) -> list[dict[str, Any]]:
     ids = run.finished[:limit]
     if not ids:
@@ -968,6 +993,7 @@ async def drive(
         await trio.sleep(warmup)
         busy0 = _machine_busy_seconds()
         cpu0, c0, t0 = _cpu_seconds(pid), time.process_time(), time.perf_counter()
+        wall0 = time.time()
         run.measuring = True
         if progress is not None and task is not None:
             progress.update(
@@ -1015,6 +1041,7 @@ async def drive(
         "connections": conns,
         "setup_s": setup_s,
         "window_s": window,
+        "window_wall": [wall0, wall0 + window],  # epoch seconds: to line up with server logs
         "shots": shots,
         "shots_per_s": shots / window if window > 0 else None,
         "rtt_p50_ms": _ms(_percentile(run.rtts, 0.50)),
@@ -1079,6 +1106,7 @@ def _median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
     for r in runs:
         logged.update(r.get("server_log", {}))
     out["server_log"] = dict(logged)
+    out["windows_wall"] = [r["window_wall"] for r in runs if "window_wall" in r]
     return out
 
 
@@ -1205,7 +1233,7 @@ def run_bench(
     source = "server" if records else "local"
     if not records:
         records = [local_record(rules, 7000 + k) for k in range(5)]
-    verify = time_verify(records)
+    verify = time_verify_fresh(records)
     verify["source"] = source
     return {
         "machine": machine(),
