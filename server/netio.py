@@ -38,25 +38,31 @@ class DirectSocket:
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
-        self._yield = False  # the last read did not wait: yield before the next one
+        self._yield = False  # the last read did not wait: the next one that does not either yields
 
-    async def receive(self) -> memoryview:
-        """The next bytes from the peer (empty at EOF), as a view into a shared buffer that is
-        only valid until the caller's next await. Raises ``BrokenResourceError`` on a reset."""
-        if self._yield:
-            # The last read found data waiting: still let the other tasks run (and
-            # cancellation in) before this one, as every trio read does.
-            await trio.lowlevel.checkpoint()
-        self._yield = True
+    async def receive(self) -> bytes | memoryview:
+        """The next bytes from the peer (empty at EOF), usually as a view into a shared buffer
+        that is only valid until the caller's next await. Raises ``BrokenResourceError`` on a
+        reset."""
         while True:
             try:
                 n = os.readv(self.fd, (_BUFFER,))
             except BlockingIOError:
-                await trio.lowlevel.wait_readable(self.fd)
+                await trio.lowlevel.wait_readable(self.fd)  # a checkpoint
                 self._yield = False
                 continue
             except OSError as e:
                 raise trio.BrokenResourceError(str(e)) from e
+            if self._yield:
+                # Twice in a row data was waiting without a wait: let the other tasks run (and
+                # cancellation in) now, as every trio read does; the bytes must outlive it.
+                data = bytes(_VIEW[:n])
+                await trio.lowlevel.checkpoint()
+                self._yield = False
+                return data
+            # The common case checks in no extra time: the caller's next read usually finds
+            # nothing and waits, which is a checkpoint.
+            self._yield = True
             return _VIEW[:n]
 
     def try_send(self, data: bytes | bytearray | memoryview) -> int:
