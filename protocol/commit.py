@@ -283,6 +283,9 @@ class Commitment:
     def _count(self, leaves: bytes | tuple[Any, ...]) -> int:
         return len(leaves) >> 5 if isinstance(leaves, bytes) else len(leaves)
 
+    def _ship_count(self) -> int:
+        return self._count(self._ships)
+
     def shares_leaves(self, other: Commitment) -> bool:
         """Whether any cell leaf of ``other`` is also one of this commitment's."""
         return not set(self.cells).isdisjoint(other.cells)
@@ -322,7 +325,7 @@ class Commitment:
 
     def check_ship(self, ctx: bytes, o: ShipOpening) -> None:
         """Raise ``BAD_PROOF`` unless ``o`` opens this commitment's ship leaf ``o.ship``."""
-        if not 0 <= o.ship < self._count(self._ships):
+        if not 0 <= o.ship < self._ship_count():
             raise _bad(f"ship index {o.ship} is not in the fleet")
         p = o.placement
         if not (0 <= p.row < 256 and 0 <= p.col < 256):
@@ -387,11 +390,18 @@ class Reveal:
         # Leaves first: only a fleet that matches the commitment is judged for legality. A fleet
         # that leaves the board cannot be hashed into a cell index, so legality of bounds comes
         # from validate() below, after the ship leaves (which do not need bounds) matched.
+        # A commitment that dropped its leaves (:meth:`Committed.drop_leaves`) and is opened by its
+        # own fleet and secret: the leaves computed here are its leaves by construction. They are
+        # kept again instead of being derived a second time to be compared.
+        own = isinstance(commitment, _Derived) and commitment._opened_by(self, ctx)
         ship_salts = _salts(self.secret, b"ship", len(self.fleet.placements))
+        ship_leaves = []
         for k, p in enumerate(self.fleet.placements):
             if not (0 <= p.row < 256 and 0 <= p.col < 256):
                 raise IllegalFleet(f"{rules.fleet[k].name} lies off the board")
-            if ship_leaf(ctx, k, p, ship_salts[k]) != commitment.ship_leaf(k):
+            leaf = ship_leaf(ctx, k, p, ship_salts[k])
+            ship_leaves.append(leaf)
+            if not own and leaf != commitment.ship_leaf(k):
                 raise RemoteProtocolError(
                     ErrorCode.BAD_REVEAL,
                     f"revealed {rules.fleet[k].name} does not match the commitment",
@@ -406,6 +416,10 @@ class Reveal:
             sha256(prefix + u16(i) + (b"\x01" if o > 0 else b"\x00") + salts[i]).digest()
             for i, o in enumerate(occ)
         ]
+        if own:
+            assert isinstance(commitment, _Derived)
+            commitment._keep(b"".join(digests), b"".join(ship_leaves))
+            return occ
         packed = commitment._cells
         if isinstance(packed, bytes) and b"".join(digests) == packed[: 32 * len(digests)]:
             return occ
@@ -418,12 +432,150 @@ class Reveal:
         return occ
 
 
+def _leaf_lists(
+    ctx: bytes, fleet: Fleet, occupancy: bytes | list[int], secret: bytes
+) -> tuple[bytes, bytes]:
+    """The cell leaves and the ship leaves of a fleet, each list packed into one string."""
+    cell_salts = _salts(secret, b"cell", len(occupancy))
+    ship_salts = _salts(secret, b"ship", len(fleet.placements))
+    sha256, prefix, u16 = hashlib.sha256, _CELL + ctx, _U16.pack
+    cells = b"".join(
+        [
+            sha256(prefix + u16(i) + (b"\x01" if o > 0 else b"\x00") + cell_salts[i]).digest()
+            for i, o in enumerate(occupancy)
+        ]
+    )
+    ships = b"".join([ship_leaf(ctx, k, p, ship_salts[k]) for k, p in enumerate(fleet.placements)])
+    return cells, ships
+
+
+class _Derived(Commitment):
+    """The commitment of a fleet whose secret is at hand: its leaves can be dropped and derived
+    again when read.
+
+    A custody referee holds one per seat for a whole game, and reads the leaf list (3.4 KB for
+    10x10) only at the end (the reveal, the record) or for a snapshot: it drops it once both
+    fleets are committed (:meth:`Committed.drop_leaves`). Checking an opening then compares it
+    with the fleet and the salt it derives (no leaf needed); the reveal of its own fleet keeps
+    the leaves it computes (:meth:`Reveal.check`), so a finished game reads them at no cost.
+    """
+
+    __slots__ = ("_ctx", "_fleet", "_leaves", "_occ", "_opened", "_secret")
+    _ctx: bytes
+    _fleet: Fleet
+    _leaves: tuple[bytes, bytes] | None
+    _occ: bytes | list[int]
+    _opened: tuple[int, bytes] | None  #: the cell last opened, and its salt
+    _secret: bytes
+
+    def __init__(
+        self, ctx: bytes, fleet: Fleet, occupancy: bytes | list[int], secret: bytes
+    ) -> None:
+        put = object.__setattr__
+        put(self, "_ctx", ctx)
+        put(self, "_fleet", fleet)
+        put(self, "_occ", occupancy)
+        put(self, "_secret", secret)
+        put(self, "_leaves", _leaf_lists(ctx, fleet, occupancy, secret))
+        put(self, "_opened", None)
+
+    def _packed(self) -> tuple[bytes, bytes]:
+        leaves = self._leaves
+        return (
+            leaves
+            if leaves is not None
+            else _leaf_lists(self._ctx, self._fleet, self._occ, self._secret)
+        )
+
+    # The base class's leaf lists, read through these: held, or derived again.
+    @property
+    def _cells(self) -> bytes | tuple[Any, ...]:  # type: ignore[override]
+        return self._packed()[0]
+
+    @property
+    def _ships(self) -> bytes | tuple[Any, ...]:  # type: ignore[override]
+        return self._packed()[1]
+
+    def _drop(self) -> None:
+        object.__setattr__(self, "_leaves", None)
+
+    def _keep(self, cells: bytes, ships: bytes) -> None:
+        object.__setattr__(self, "_leaves", (cells, ships))
+
+    def _opened_by(self, reveal: Reveal, ctx: bytes) -> bool:
+        """Whether the leaves are dropped and ``reveal`` under ``ctx`` is what they derive from."""
+        return (
+            self._leaves is None
+            and ctx == self._ctx
+            and reveal.secret == self._secret
+            and reveal.fleet == self._fleet
+        )
+
+    def _open(self, i: int) -> bytes:
+        """The salt of cell ``i``, remembered for :meth:`check_cell` (which follows an opening)."""
+        salt = _salt(self._secret, b"cell", i)
+        object.__setattr__(self, "_opened", (i, salt))
+        return salt
+
+    def _ship_count(self) -> int:
+        return len(self._fleet.placements)
+
+    def cell_leaf(self, i: int) -> bytes:
+        """Cell leaf ``i``, derived alone when the leaves are dropped."""
+        if self._leaves is not None:
+            return super().cell_leaf(i)
+        if not 0 <= i < len(self._occ):
+            raise IndexError("cell leaf index out of range")
+        return cell_leaf(self._ctx, i, self._occ[i] > 0, _salt(self._secret, b"cell", i))
+
+    def ship_leaf(self, k: int) -> bytes:
+        """Ship leaf ``k``, derived alone when the leaves are dropped."""
+        if self._leaves is not None:
+            return super().ship_leaf(k)
+        if not 0 <= k < len(self._fleet.placements):
+            raise IndexError("ship leaf index out of range")
+        salt = _salt(self._secret, b"ship", k)
+        return ship_leaf(self._ctx, k, self._fleet.placements[k], salt)
+
+    def check_cell(self, ctx: bytes, o: CellOpening) -> None:
+        """Raise ``BAD_PROOF`` unless ``o`` opens leaf ``o.index``.
+
+        Without hashing: the leaf under ``ctx`` equals the one the opening makes exactly when the
+        context, the occupied bit and the salt are the fleet's (SHA-256 being collision resistant).
+        """
+        i, occ = o.index, self._occ
+        if not 0 <= i < len(occ):
+            raise _bad(f"cell index {i} is off the grid")
+        opened = self._opened
+        salt = (
+            opened[1] if opened is not None and opened[0] == i else _salt(self._secret, b"cell", i)
+        )
+        if (
+            o.occupied != (occ[i] > 0)
+            or not hmac.compare_digest(o.salt, salt)
+            or not (ctx is self._ctx or ctx == self._ctx)
+        ):
+            raise _bad(f"opening of cell {i} does not match the commitment")
+
+
+def _compact(occupancy: list[int]) -> bytes | list[int]:
+    """``occupancy`` as bytes (one per cell rather than a pointer), unless a value does not fit."""
+    try:
+        return bytes(occupancy)
+    except ValueError:  # pragma: no cover - a fleet of 256 ships or more
+        return occupancy
+
+
 class Committed:
     """A player's own side of a commitment: fleet and secret, able to open and reveal.
 
     This is what a client (or a custody referee) holds; the opponent and the referee only ever see
-    :attr:`commitment` and the openings.
+    :attr:`commitment` and the openings. A custody referee holds one per seat for a whole game,
+    so nothing is kept that the fleet and the secret give: every salt is derived when opened
+    (one HMAC), and the leaf list can be dropped (:meth:`drop_leaves`).
     """
+
+    __slots__ = ("commitment", "ctx", "fleet", "occupancy", "root", "rules", "secret")
 
     def __init__(
         self, rules: RuleSet, fleet: Fleet, secret: bytes, match_id: bytes, game: int, seat: int
@@ -435,27 +587,30 @@ class Committed:
         self.fleet = fleet
         self.secret = secret
         self.ctx = context(match_id, game, seat, rules)
-        self.occupancy = fleet.occupancy(rules)
-        cell_salts = _salts(secret, b"cell", rules.cells)
-        self._ship_salts = _salts(secret, b"ship", len(rules.fleet))
-        ship_salted = zip(fleet.placements, self._ship_salts, strict=True)
-        self.commitment = Commitment(
-            [cell_leaf(self.ctx, i, o > 0, cell_salts[i]) for i, o in enumerate(self.occupancy)],
-            [ship_leaf(self.ctx, k, p, salt) for k, (p, salt) in enumerate(ship_salted)],
-        )
-        # One string of 16-byte salts: a custody referee holds one of these per seat.
-        self._cell_salts = b"".join(cell_salts)
+        #: For every cell index, the ship index + 1 that occupies it, or 0 for water.
+        self.occupancy = _compact(fleet.occupancy(rules))
+        self.commitment = _Derived(self.ctx, fleet, self.occupancy, secret)
         self.root = self.commitment.root(self.ctx)
+
+    def drop_leaves(self) -> None:
+        """Stop holding the leaf list of :attr:`commitment`: it is derived again when read.
+
+        For a holder that rarely reads it after the commit (a custody referee); openings, their
+        checks and the reveal cost the same.
+        """
+        self.commitment._drop()
 
     def open_cell(self, index: int) -> CellOpening:
         """The proof of what cell ``index`` holds."""
         occupied = self.occupancy[index] > 0  # IndexError off the grid, as for any list
-        at = (index if index >= 0 else index + len(self.occupancy)) * SALT_BYTES
-        return CellOpening(index, occupied, self._cell_salts[at : at + SALT_BYTES])
+        at = index if index >= 0 else index + len(self.occupancy)
+        return CellOpening(index, occupied, self.commitment._open(at))
 
     def open_ship(self, k: int) -> ShipOpening:
         """The proof of where ship ``k`` lies."""
-        return ShipOpening(k, self.fleet.placements[k], self._ship_salts[k])
+        placements = self.fleet.placements
+        p = placements[k]  # IndexError off the fleet, as for any tuple
+        return ShipOpening(k, p, _salt(self.secret, b"ship", k if k >= 0 else k + len(placements)))
 
     def reveal(self) -> Reveal:
         """The end-of-game reveal."""

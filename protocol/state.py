@@ -5,6 +5,8 @@ Kept apart from :mod:`.game` so that the state machine's module holds only its i
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -103,16 +105,32 @@ TRANSITIONS: dict[Phase, frozenset[str]] = {
 }
 
 
+#: The crossed-out cells of a board that has none (most boards: only some rules cross out).
+_NONE_CROSSED: frozenset[int] = frozenset()
+
+
 class Board:
     """The public state of one seat's grid: what its opponent's shots have found."""
+
+    # A server holds two per live game: no instance dict.
+    __slots__ = ("crossed", "fired", "hits", "radar_used", "rules", "sunk")
 
     def __init__(self, rules: RuleSet) -> None:
         self.rules = rules
         self.fired: dict[int, Result | None] = {}  # None: fired within a salvo reported as a total
         self.hits = 0  # proven (per-cell) or claimed (totals) hits
         self.sunk: dict[int, tuple[Cell, ...] | None] = {}  # ship -> cells when shown
-        self.crossed: set[int] = set()
+        #: Cells known to be water without being fired at (:meth:`cross`); a set once there is one.
+        self.crossed: AbstractSet[int] = _NONE_CROSSED
         self.radar_used = False
+
+    def cross(self, cells: Iterable[int]) -> None:
+        """Cross out the cell indices ``cells`` (fired cells are left out by the caller)."""
+        crossed = self.crossed
+        if isinstance(crossed, set):
+            crossed.update(cells)
+        else:
+            self.crossed = set(cells)
 
     @property
     def misses(self) -> int:

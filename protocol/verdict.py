@@ -233,6 +233,8 @@ def true_answer(
 class Defender:
     """A player's own fleet under fire: answers shots honestly, with the proofs the rules allow."""
 
+    __slots__ = ("committed", "hit", "rules")
+
     def __init__(self, committed: Committed) -> None:
         self.committed = committed
         self.rules = committed.rules

@@ -25,7 +25,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from types import FrameType
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -130,17 +130,17 @@ class Lobby:
         self.closing = False
         # Indexes, so that a connection coming and going costs what concerns it rather than a scan
         # of every match: a server runs thousands and keeps 1,024 finished ones. The values are
-        # dicts used as ordered sets, so that peers are told things in a stable order.
+        # ordered sets (:data:`_Many`), so that peers are told things in a stable order.
         #: Player id -> the running referees in which it holds a seat.
-        self._seated: dict[str, dict[Referee, None]] = {}
+        self._seated: dict[str, _Many[Referee]] = {}
         #: Peer -> the referees (running or kept finished) where it holds a seat or watches.
-        self._present: dict[Peer, dict[Referee, None]] = {}
+        self._present: dict[Peer, _Many[Referee]] = {}
         #: Peer -> the key of its place in ``quick_queue`` (it holds one at most).
         self._queued: dict[Peer, tuple[bytes, str]] = {}
         #: Peer -> the finished matches it has a pending rematch offer in.
-        self._offered: dict[Peer, dict[bytes, None]] = {}
+        self._offered: dict[Peer, _Many[bytes]] = {}
         #: Peer -> the open matches it hosts.
-        self._hosted: dict[Peer, dict[bytes, None]] = {}
+        self._hosted: dict[Peer, _Many[bytes]] = {}
         # One rule check at a time in a thread: a flood of crafted fleets costs one core at most.
         self._rules_limiter = trio.CapacityLimiter(1)
         self._rule_buckets: dict[Peer, TokenBucket] = {}
@@ -201,7 +201,7 @@ class Lobby:
         With a valid resume token every seat is taken over; without one, only seats nobody holds
         (a player who lost its token still gets back into a match it dropped out of).
         """
-        for ref in list(self._seated.get(peer.player, ())):
+        for ref in _values(self._seated, peer.player):
             seat = ref.seat_of_player(peer.player)
             if seat is None:  # pragma: no cover - the index holds only the player's matches
                 continue
@@ -218,14 +218,14 @@ class Lobby:
         key = self._queued.pop(peer, None)
         if key is not None and (w := self.quick_queue.get(key)) is not None and w.peer is peer:
             del self.quick_queue[key]
-        for mid in self._offered.pop(peer, {}):
+        for mid in _values(self._offered, peer, pop=True):
             offers = self.rematch_offers.get(mid, {})
             for seat, w in list(offers.items()):
                 if w.peer is peer:
                     del offers[seat]
-        for mid in list(self._hosted.get(peer, {})):
+        for mid in _values(self._hosted, peer):
             self._cancel_open(mid)
-        for ref in self._present.pop(peer, {}):
+        for ref in _values(self._present, peer, pop=True):
             ref.detach(peer)
 
     @staticmethod
@@ -263,7 +263,7 @@ class Lobby:
 
     async def _create(self, peer: Peer, msg: m.Create) -> dict[str, Any]:
         self._rate(peer)
-        hosted = len(self._hosted.get(peer, {}))
+        hosted = len(_values(self._hosted, peer))
         if hosted >= self.limits.open_per_peer:
             raise Refused(ErrorCode.NOT_ALLOWED, f"at most {hosted} open matches at a time")
         rules = await self._parse(msg.rules, msg.mode)
@@ -366,8 +366,7 @@ class Lobby:
         ref = self.running.get(msg.match)
         if ref is None:
             raise Refused(ErrorCode.NO_SUCH_MATCH, "no open or running match with that id")
-        if peer in ref.spectators:
-            ref.spectators.discard(peer)
+        if ref.unwatch(peer):
             if ref.seat_of(peer) is None:
                 _discard(self._present, peer, ref)
             return {"match": msg.match}
@@ -555,16 +554,44 @@ class Lobby:
         return None
 
 
-def _add(index: dict[_K, dict[_V, None]], key: _K, value: _V) -> None:
-    index.setdefault(key, {})[value] = None
+#: An index's values for one key, as an ordered set: a tuple while they are few (nearly always
+#: one: a player in one match), a dict beyond. A dict per connection cost ~250 bytes for one
+#: entry, at thousands of connections; a tuple scanned stays cheap up to :data:`_FEW` values.
+_Many: TypeAlias = tuple[_V, ...] | dict[_V, None]
+_FEW = 8
 
 
-def _discard(index: dict[_K, dict[_V, None]], key: _K, value: _V) -> None:
-    values = index.get(key)
-    if values is not None:
-        values.pop(value, None)
-        if not values:  # an empty entry per peer or player ever seen would grow without bound
-            del index[key]
+def _add(index: dict[_K, _Many[_V]], key: _K, value: _V) -> None:
+    had = index.get(key)
+    if had is None:
+        index[key] = (value,)
+    elif isinstance(had, dict):
+        had[value] = None
+    elif value not in had:
+        more = (*had, value)
+        index[key] = more if len(more) <= _FEW else dict.fromkeys(more)
+
+
+def _discard(index: dict[_K, _Many[_V]], key: _K, value: _V) -> None:
+    had = index.get(key)
+    if had is None:
+        return
+    if isinstance(had, dict):
+        had.pop(value, None)
+        rest = len(had)
+    elif value in had:
+        rest = len(had) - 1
+        index[key] = tuple(v for v in had if v != value)
+    else:
+        return
+    if not rest:  # an empty entry per peer or player ever seen would grow without bound
+        del index[key]
+
+
+def _values(index: dict[_K, _Many[_V]], key: _K, *, pop: bool = False) -> list[_V]:
+    """The values of ``key`` in ``index``, in the order added (a copy); ``pop`` removes them."""
+    had = index.pop(key, None) if pop else index.get(key)
+    return [] if had is None else list(had)
 
 
 def _now() -> int:

@@ -78,7 +78,7 @@ async def add_cosign(ref: Referee, store: Store, seat: int, msg: m.CoSign) -> No
     key = bytes.fromhex(ref.players[seat])
     role = f"seat{seat}"
     await _store_sig(store, ref.hex, role, key, msg.sig)
-    ref.cosigned.add(seat)
+    ref.cosigned = ref.cosigned | {seat}
     ref.signed = {
         "record": ref.signed["record"],
         "sigs": [*ref.signed["sigs"], {"key": key, "sig": msg.sig, "role": role}],

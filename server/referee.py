@@ -18,6 +18,7 @@ import logging
 import math
 import secrets
 from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,6 +52,9 @@ MODES = ("blind", "custody")
 _ABANDONABLE = (Phase.SETUP, Phase.FIRING, Phase.ANSWER)
 
 _log = logging.getLogger("seabattle.server.referee")
+
+#: What a referee nobody watches, or nobody co-signed, holds: one empty set shared by all.
+_NOBODY: frozenset[Any] = frozenset()
 
 #: Game inputs a seated player may send, by message type.
 GAME_MESSAGES = (m.Commit, m.Place, m.Fire, m.Radar, m.Answer, m.RevealMsg, m.Resign)
@@ -125,10 +129,12 @@ class Referee:
         self.mode = mode
         self.seats = seats
         self.public = public
-        self.spectators: set[Peer] = set()
+        # A server holds thousands of referees, most never watched nor co-signed: the set of
+        # spectators, the co-signatures and the ``done`` event are made when first needed.
+        self._spectators: set[Peer] | None = None
         self.match = Match(rules, match_id)
-        self.custody: list[Committed | None] = [None, None]
-        self.defenders: list[Defender | None] = [None, None]
+        #: Custody mode: each seat's fleet under fire, answered for by the referee (per game).
+        self.defenders: list[Defender | None] | None = None
         self.clock: tuple[Deadline, float] | None = None
         self._clock_key: tuple[Any, ...] | None = None
         self._wake = trio.Event()
@@ -136,15 +142,30 @@ class Referee:
         self._sleep_until = -math.inf
         self._finish = finish
         self.over = False
-        #: Set when the match is over and its record stored (``head`` and ``signed`` filled in).
-        self.done = trio.Event()
+        self._done: trio.Event | None = None
+        self._ended = False  #: ``done`` is set (or will be, once made)
         self.head = b""
         self.signed: dict[str, Any] | None = None
-        self.cosigned: set[int] = set()
+        #: The seats whose co-signature of the record is stored.
+        self.cosigned: AbstractSet[int] = _NOBODY
         self.metrics = metrics if metrics is not None else Metrics()
         self._shot_at: float | None = None  #: trio time the pending blind-mode shot was called
         self._first: int | None = None  #: the seat the events being applied matter to first
         self.log = ContextLog(_log, {"match": self.hex})
+
+    @property
+    def done(self) -> trio.Event:
+        """Set when the match is over and its record stored (``head`` and ``signed`` filled in)."""
+        if self._done is None:
+            self._done = trio.Event()
+            if self._ended:
+                self._done.set()
+        return self._done
+
+    @property
+    def spectators(self) -> AbstractSet[Peer]:
+        """The peers watching the match (:meth:`watch`, :meth:`unwatch`)."""
+        return self._spectators if self._spectators is not None else _NOBODY
 
     # -- who is who -------------------------------------------------------------------------------
 
@@ -178,7 +199,8 @@ class Referee:
     def to_all(self, msg: m.Message) -> None:
         """Queue ``msg`` for the players and every spectator (public events only)."""
         peers = [s.peer for s in self.seats if s.peer is not None]
-        peers += self.spectators
+        if self._spectators:
+            peers += self._spectators
         _broadcast(msg, peers)
 
     def view(self) -> dict[str, Any]:
@@ -228,7 +250,7 @@ class Referee:
 
     def detach(self, peer: Peer) -> None:
         """``peer``'s connection ended: free its seat (the grace period starts) or its watch."""
-        self.spectators.discard(peer)
+        self.unwatch(peer)
         seat = self.seat_of(peer)
         if seat is None:
             return
@@ -249,8 +271,18 @@ class Referee:
 
     def watch(self, peer: Peer) -> None:
         """Add a spectator: a snapshot of the public view, then live public events."""
-        self.spectators.add(peer)
+        if self._spectators is None:
+            self._spectators = set()
+        self._spectators.add(peer)
         peer.send(m.Snapshot(self.match_id, None, self.view()))
+
+    def unwatch(self, peer: Peer) -> bool:
+        """Stop sending ``peer`` the match's events; whether it was watching."""
+        watching = self._spectators
+        if watching is None or peer not in watching:
+            return False
+        watching.discard(peer)
+        return True
 
     # -- inputs -----------------------------------------------------------------------------------
 
@@ -318,8 +350,16 @@ class Referee:
         fleet = Fleet.from_list(list(msg.fleet))
         committed = Committed(self.rules, fleet, msg.secret, self.match_id, g.number, seat)
         events: list[Event] = g.commit(seat, committed.commitment)
-        self.custody[seat] = committed
-        self.defenders[seat] = Defender(committed)
+        defenders = self.defenders
+        if defenders is None:
+            defenders = self.defenders = [None, None]
+        defenders[seat] = Defender(committed)
+        if defenders[1 - seat] is not None:
+            # Both committed (the mirror check read the leaves): from here on the game reads
+            # them only at its end, and each seat's fleet and secret give them again.
+            for d in defenders:
+                assert d is not None
+                d.committed.drop_leaves()
         return events
 
     # -- events out -------------------------------------------------------------------------------
@@ -332,7 +372,8 @@ class Referee:
         answers) is written to first: the others' copies are not on the critical path.
         """
         peers = [s.peer for s in self.seats if s.peer is not None]
-        peers += self.spectators
+        if self._spectators:
+            peers += self._spectators
         corked = [(p, u) for p in peers if (u := _cork(p)) is not None]
         queue = list(events)
         try:
@@ -366,18 +407,20 @@ class Referee:
         g = self.game
         if self.mode != "custody" or g is None or g.phase is Phase.OVER:
             return []
+        defenders = self.defenders
+        if defenders is None:  # nobody placed yet: only the game's end can have happened
+            return []
         if ev.kind == "shot" and ev.shot is not None:
-            defender = self.defenders[1 - ev.shot.seat]
+            defender = defenders[1 - ev.shot.seat]
             assert defender is not None
             answered: list[Event] = g.answer(1 - ev.shot.seat, defender.answer(ev.shot))
             return answered
         if ev.kind == "reveal":
             out: list[Event] = []
-            for s in (0, 1):
-                c = self.custody[s]
-                assert c is not None
+            for s, d in enumerate(defenders):
+                assert d is not None
                 if g.phase is Phase.REVEAL:
-                    out += g.reveal(s, c.reveal())
+                    out += g.reveal(s, d.committed.reveal())
             return out
         return []
 
@@ -481,7 +524,7 @@ class Referee:
             while not self.match.over:
                 first = secrets.randbelow(2) if self.match.needs_lot() else None
                 g = self.match.new_game(first)
-                self.custody, self.defenders = [None, None], [None, None]
+                self.defenders = None
                 self.to_all(m.GameStart(self.match_id, g.number, g.first))
                 self._rearm_clock()
                 await self._play(g)
@@ -494,7 +537,9 @@ class Referee:
             self.to_all(m.Error(int(ErrorCode.INTERNAL_ERROR), "the match was aborted", None))
         finally:
             self.over = True
-            self.done.set()
+            self._ended = True
+            if self._done is not None:
+                self._done.set()
 
     async def _play(self, g: Game) -> None:
         failures = 0
