@@ -48,11 +48,15 @@ class DirectSocket:
             try:
                 n = os.readv(self.fd, (_BUFFER,))
             except BlockingIOError:
+                n = -1
+            except OSError as e:
+                raise trio.BrokenResourceError(str(e)) from e
+            if n < 0:
+                # Waited for outside the except clause: there the exception, its traceback and
+                # this frame would stay alive for as long as the peer is quiet (~0.5 KB each).
                 await trio.lowlevel.wait_readable(self.fd)  # a checkpoint
                 self._yield = False
                 continue
-            except OSError as e:
-                raise trio.BrokenResourceError(str(e)) from e
             if self._yield:
                 # Twice in a row data was waiting without a wait: let the other tasks run (and
                 # cancellation in) now, as every trio read does; the bytes must outlive it.

@@ -511,16 +511,21 @@ class Referee:
 
     # -- the match task ---------------------------------------------------------------------------
 
+    def _start(self) -> None:
+        # A plain function, not run()'s body: logging materialises the frame that calls it,
+        # and run()'s would keep that object for the whole match.
+        for i in (0, 1):
+            peer = self.seats[i].peer
+            ctx = {"seat": i, "player": self.seats[i].player}
+            if peer is not None:
+                peer.send(self.start_message(i))
+                ctx = peer_context(peer, seat=i)
+            self.log.info("seat %d: %s", i, self.seats[i].player[:12], extra=ctx)
+
     async def run(self) -> None:
         """Play the match to its end, then hand it to ``finish`` (record, store, ladder)."""
         try:
-            for i in (0, 1):
-                peer = self.seats[i].peer
-                ctx = {"seat": i, "player": self.seats[i].player}
-                if peer is not None:
-                    peer.send(self.start_message(i))
-                    ctx = peer_context(peer, seat=i)
-                self.log.info("seat %d: %s", i, self.seats[i].player[:12], extra=ctx)
+            self._start()
             while not self.match.over:
                 first = secrets.randbelow(2) if self.match.needs_lot() else None
                 g = self.match.new_game(first)
