@@ -379,7 +379,7 @@ class Referee:
         try:
             while queue:
                 ev = queue.pop(0)
-                self._announce(ev)
+                self._announce(ev, peers)
                 queue.extend(self._custody_follow_up(ev))
         finally:
             # Whatever failed, the clock must follow the game and the match task must look at
@@ -399,9 +399,15 @@ class Referee:
     def _uncork(self, corked: list[tuple[Peer, Callable[[], None]]]) -> None:
         first = self.seats[self._first].peer if self._first is not None else None
         self._first = None
-        # sorted() is stable: the waiting peer first, the others in the order they were corked.
-        for _, uncork in sorted(corked, key=lambda pu: pu[0] is not first):
-            uncork()
+        # The waiting peer first, the others in the order they were corked.
+        if first is not None:
+            for p, uncork in corked:
+                if p is first:
+                    uncork()
+                    break
+        for p, uncork in corked:
+            if p is not first:
+                uncork()
 
     def _custody_follow_up(self, ev: Event) -> list[Event]:
         g = self.game
@@ -424,7 +430,8 @@ class Referee:
             return out
         return []
 
-    def _announce(self, ev: Event) -> None:
+    def _announce(self, ev: Event, peers: list[Peer]) -> None:
+        """Tell ``peers`` (the connected players and the spectators) about ``ev``."""
         g = self.game
         assert g is not None
         kind = ev.kind
@@ -447,7 +454,7 @@ class Referee:
         if msg is None:  # pragma: no cover - a new event kind in the core
             self.log.warning("unknown game event %r", ev.kind)
             return
-        self.to_all(msg)
+        _broadcast(msg, peers)
 
     # -- clocks -----------------------------------------------------------------------------------
 

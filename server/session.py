@@ -56,9 +56,13 @@ from .config import ContextLog, Limits, TokenBucket
 from .lobby import Lobby
 from .metrics import Metrics
 from .netio import RECV_SIZE, direct
+from .referee import GAME_MESSAGES
 from .store import Store
 
 __all__ = ["Client", "Heartbeat", "Identity", "TokenBucket"]
+
+#: Moves and co-signatures: routed to their match's referee (``Lobby.game_message``).
+_MOVES = frozenset({*GAME_MESSAGES, m.CoSign})
 
 _log = logging.getLogger("seabattle.server.session")
 
@@ -512,12 +516,14 @@ class Client:
 
     async def _handle(self, msg: m.Message) -> None:
         lobby = self.ident.lobby
-        ref = lobby.errors_ref(msg)
         if not self.bucket.take():
+            ref = lobby.errors_ref(msg)
             self.error(ErrorCode.RATE_LIMITED, "too many messages; slow down", ref)
             return
         try:
-            if isinstance(msg, m.Hello):
+            if type(msg) in _MOVES:  # first: nearly every message a server handles is one
+                await lobby.game_message(self, msg)
+            elif isinstance(msg, m.Hello):
                 self._hello()
             elif isinstance(msg, m.Auth):
                 await self._auth(msg)
@@ -533,16 +539,22 @@ class Client:
             elif lobby.is_request(msg):
                 await lobby.request(self, msg)
             elif isinstance(msg, m.Coin):
-                self.error(ErrorCode.UNEXPECTED_MESSAGE, "the referee draws the lot", ref)
+                self.error(
+                    ErrorCode.UNEXPECTED_MESSAGE, "the referee draws the lot", lobby.errors_ref(msg)
+                )
             else:
                 await lobby.game_message(self, msg)
         except ProtocolError as e:
-            self.error(e.code, e.detail, ref)
+            self.error(e.code, e.detail, lobby.errors_ref(msg))
         except Exception:
             mid = getattr(msg, "match", None)
             ctx = {"match": mid.hex()} if isinstance(mid, bytes) else {}
             self.log.exception("handling %s failed", msg.TAG, extra=ctx)
-            self.error(ErrorCode.INTERNAL_ERROR, f"the server failed to handle {msg.TAG}", ref)
+            self.error(
+                ErrorCode.INTERNAL_ERROR,
+                f"the server failed to handle {msg.TAG}",
+                lobby.errors_ref(msg),
+            )
 
     def _hello(self) -> None:
         self.send(m.Welcome(1, (), self.ident.public, self.challenge, self.ident.guests))
