@@ -106,6 +106,9 @@ def check_auth(msg: m.Auth, challenge: bytes, server_key: bytes) -> None:
 class Connection:
     """One side of one connection, as a pure state machine."""
 
+    # A server holds one per connection, thousands at once.
+    __slots__ = ("_allowed_in", "_decoder", "max_recv", "max_send", "role", "state")
+
     def __init__(
         self,
         role: Role,

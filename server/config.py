@@ -106,6 +106,8 @@ def _short(key: str, value: Any) -> Any:
 class TokenBucket:
     """A token bucket: ``rate`` tokens a second, at most ``burst`` saved up."""
 
+    __slots__ = ("at", "burst", "rate", "tokens")  # one per connection, thousands alive
+
     def __init__(self, rate: float, burst: int) -> None:
         self.rate = rate
         self.burst = float(burst)

@@ -600,6 +600,7 @@ class Client:
             self.conn.fail_handshake()
             raise
         self.player, self.name = player, msg.name[:64]
+        self.challenge = b""  # spent: the handshake is over
         await ident.store.upsert_player(player, self.name, int(time.time()))
         token = ident.player_tokens.get(player)
         if token is None:
