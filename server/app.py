@@ -35,7 +35,7 @@ from .keys import load_or_create_key
 from .lobby import Lobby
 from .logs import configure_logging
 from .metrics import Metrics, serve_metrics
-from .session import Client, Identity
+from .session import Client, Heartbeat, Identity
 from .store import Store
 
 __all__ = ["main", "serve"]
@@ -86,8 +86,11 @@ async def serve(
         trio.open_nursery() as outer,
         trio.open_nursery() as matches,
     ):
-        lobby = Lobby(store, key, matches, limits, stats)
-        ident = Identity(key, public, store, lobby, limits, guests, {}, {}, stats, nursery=outer)
+        timers = Heartbeat()
+        lobby = Lobby(store, key, matches, limits, stats, timers=timers)
+        ident = Identity(
+            key, public, store, lobby, limits, guests, {}, {}, stats, timers, nursery=outer
+        )
         stats.gauges = lambda: lobby.gauges(len(clients))
         outer.start_soon(ident.heartbeat.run)
         listeners: list[trio.abc.Listener[Any]] = list(

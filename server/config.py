@@ -16,7 +16,7 @@ import trio
 from seabattle.protocol import messages as m
 from seabattle.protocol.session import MAX_C2S_FRAME, MAX_S2C_FRAME
 
-__all__ = ["ContextLog", "Limits", "Peer", "TokenBucket", "peer_context"]
+__all__ = ["ContextLog", "Limits", "Peer", "Timed", "Timers", "TokenBucket", "peer_context"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +60,21 @@ class Peer(Protocol):
     @property
     def connected(self) -> bool:
         """Whether the connection is still up (it has not closed nor been dropped)."""
+
+
+class Timed(Protocol):
+    """Something a :class:`Timers` service looks at when it comes due."""
+
+    def tick(self, now: float) -> float | None:
+        """Act on trio time ``now``; return when to look again, or ``None`` for never."""
+
+
+class Timers(Protocol):
+    """One task's heap of timers for many objects (:class:`~.session.Heartbeat`): a timer costs
+    a heap entry, not a task or a cancel scope."""
+
+    def add(self, obj: Timed, due: float) -> None:
+        """Call ``obj.tick`` at trio time ``due`` (and again when it asks)."""
 
 
 class ContextLog(logging.LoggerAdapter):  # type: ignore[type-arg]

@@ -34,7 +34,7 @@ from seabattle.protocol.canonical import canonical_pack
 from seabattle.protocol.errors import ErrorCode, Refused, RemoteProtocolError
 from seabattle.protocol.rules import BadRules, RuleSet, rules_from_dict
 
-from .config import ContextLog, Limits, Peer, TokenBucket, peer_context
+from .config import ContextLog, Limits, Peer, Timers, TokenBucket, peer_context
 from .metrics import Gauges, Metrics
 from .records import add_cosign, add_cosign_stored, conclude
 from .referee import GAME_MESSAGES, MODES, Referee, Seat
@@ -115,8 +115,12 @@ class Lobby:
         nursery: trio.Nursery,
         limits: Limits,
         metrics: Metrics | None = None,
+        *,
+        timers: Timers | None = None,
     ) -> None:
         self.store = store
+        #: where referees set their alarms (``None``: each sleeps in a cancel scope of its own)
+        self.timers = timers
         self.metrics = metrics if metrics is not None else Metrics()
         self.key = key
         self.nursery = nursery
@@ -494,6 +498,7 @@ class Lobby:
             public=public,
             finish=self._conclude,
             metrics=self.metrics,
+            timers=self.timers,
         )
         self.running[mid] = ref
         for seat in seats:

@@ -52,7 +52,7 @@ from seabattle.protocol.errors import (
 )
 from seabattle.protocol.session import Connection, Role, State, check_auth
 
-from .config import ContextLog, Limits, TokenBucket
+from .config import ContextLog, Limits, Timed, TokenBucket
 from .lobby import Lobby
 from .metrics import Metrics
 from .netio import RECV_SIZE, direct
@@ -75,15 +75,17 @@ HEARTBEAT_BATCH = 256
 
 
 class Heartbeat:
-    """The timers of every connection of a server, in one task (:meth:`run`).
+    """The timers of every connection and match of a server, in one task (:meth:`run`); it is
+    the server's :class:`~.config.Timers`.
 
     Each connection has one entry in a heap, due at its next possible ping or timeout; traffic
     does not touch the heap, so a busy connection costs nothing here and an idle one an entry
-    visit per ``ping_interval``. See the module docstring.
+    visit per ``ping_interval``. A referee puts an alarm in it each time its match sleeps. See
+    the module docstring.
     """
 
     def __init__(self) -> None:
-        self._heap: list[tuple[float, int, Client]] = []
+        self._heap: list[tuple[float, int, Timed]] = []
         self._count = itertools.count()
         self._wake = trio.Event()
         self._next = math.inf
@@ -91,9 +93,9 @@ class Heartbeat:
     def __len__(self) -> int:
         return len(self._heap)
 
-    def add(self, client: Client, due: float) -> None:
-        """Look at ``client`` at trio time ``due`` (and from then on as it asks)."""
-        heapq.heappush(self._heap, (due, next(self._count), client))
+    def add(self, obj: Timed, due: float) -> None:
+        """Look at ``obj`` at trio time ``due`` (and from then on as it asks)."""
+        heapq.heappush(self._heap, (due, next(self._count), obj))
         if due < self._next:
             self._wake.set()
 
