@@ -18,7 +18,10 @@ server keeps a heap with one entry per connection: when an entry comes due it lo
 peer was last heard from, and pings it (quiet for ``ping_interval``, and again every
 ``ping_interval`` of further silence), closes it (``handshake_timeout`` before authentication,
 ``idle_timeout`` of silence after), or puts the entry back for later. Data from the peer only
-updates a timestamp.
+updates a timestamp. The same heap holds the alarms of sleeping matches (``Referee._play``).
+Nor is there a cancel scope per connection: close() and kill() stop a plain-socket reader by
+waking its wait on the socket (``trio.lowlevel.notify_closing``; it checks ``_closing`` before
+every read), and only once a draining writer is done with the socket.
 
 Frames are limited per direction: a client's at ``Limits.max_recv`` (64 KiB, what one peer can
 make the server buffer), the server's own at ``Limits.max_send`` (16 MiB, a long match's record).
