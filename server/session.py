@@ -279,9 +279,10 @@ class Client:
         return True
 
     def uncork(self) -> None:
-        """Write what :meth:`cork` held back, in one write."""
+        """Write what :meth:`cork` held back, in one write (a bye from close() included; kill()
+        has dropped the lot)."""
         frames, self._cork = self._cork, None
-        if frames and not self._closing:
+        if frames:
             self._put(frames[0] if len(frames) == 1 else b"".join(frames))
 
     def _write(self, frame: bytes) -> None:

@@ -23,14 +23,11 @@ import pytest
 import trio
 import trio.testing
 from seabattle.protocol import messages as m
-from seabattle.protocol.codec import FrameDecoder, encode_frame
 from seabattle.protocol.errors import ErrorCode
-from seabattle.protocol.session import State
 from seabattle.server.app import _redact
-from seabattle.server.config import ContextLog, Limits
+from seabattle.server.config import ContextLog
 from seabattle.server.logs import JsonFormatter, configure_logging
 from seabattle.server.metrics import SHOT_BUCKETS, Histogram, Metrics, serve_metrics
-from seabattle.server.session import Client
 from test_server import SMALL, Bot, connect, pair, play_both, start_server
 
 # -- helpers --------------------------------------------------------------------------------------
@@ -425,50 +422,3 @@ async def test_unanswered_blind_shot_still_shows_its_clock_in_a_snapshot(
     snap = await watcher.expect(m.Snapshot, skip=(m.Ok,))
     assert snap.view["phase"] == "answer" and snap.view["clock"]["kind"] == "answer"
     assert 0 < snap.view["clock"]["left"] <= 3600
-
-
-class _CountingStream(trio.abc.SendStream):
-    """A send stream that records each ``send_all``."""
-
-    def __init__(self) -> None:
-        self.writes: list[bytes] = []
-
-    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        self.writes.append(bytes(data))
-
-    async def wait_send_all_might_not_block(self) -> None:
-        return None
-
-    async def aclose(self) -> None:
-        return None
-
-
-async def test_a_backlog_leaves_in_one_write_and_frames_are_shared() -> None:
-    # A stream that is no plain socket (TLS, here a recording stream) takes every frame through
-    # the writer task; what queued up while it was away leaves in one write, in order.
-    class _Ident:
-        limits = Limits()
-        metrics = Metrics()
-        nursery: trio.Nursery | None = None
-
-    stream = _CountingStream()
-    ident = _Ident()
-    client = Client(ident, stream, "test")  # type: ignore[arg-type]
-    client.conn.state = State.READY
-    msgs = [m.Ping(1), m.Pong(2), m.Bye("x")]
-    client.send(msgs[0])
-    client.send_frame(encode_frame(m.encode(msgs[1])), msgs[1])
-    client.send(msgs[2])
-    async with trio.open_nursery() as n:
-        ident.nursery = n
-        client.send(m.Ping(3))  # starts the writer
-        await trio.testing.wait_all_tasks_blocked()
-    assert len(stream.writes) == 1
-    dec = FrameDecoder()
-    dec.feed(stream.writes[0])
-    got: list[m.Message] = []
-    while (body := dec.next_frame()) is not None:
-        got.append(m.decode(body))
-    assert got == [*msgs, m.Ping(3)]
-    assert client.metrics.messages_out == 4 and client._queued == 0
-    assert client._writer_scope is None  # the writer ended with the backlog

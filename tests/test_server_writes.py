@@ -12,7 +12,7 @@ import trio
 import trio.testing
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.protocol import messages as m
-from seabattle.protocol.codec import FrameDecoder
+from seabattle.protocol.codec import FrameDecoder, encode_frame
 from seabattle.protocol.commit import Committed
 from seabattle.protocol.fleet import random_fleet
 from seabattle.protocol.rules import rules_from_dict
@@ -42,6 +42,22 @@ class _Recorder(trio.abc.SendStream):
         return None
 
 
+class _Ident:
+    """What a Client needs of its server, and no more."""
+
+    limits = Limits()
+    metrics = Metrics()
+    nursery: trio.Nursery | None = None
+
+
+def _client() -> tuple[Client, _Recorder, _Ident]:
+    """A ready Client over a recording stream (no socket: frames go through the writer task)."""
+    stream, ident = _Recorder(), _Ident()
+    client = Client(ident, stream, "test")  # type: ignore[arg-type]
+    client.conn.state = State.READY
+    return client, stream, ident
+
+
 def _frames(data: bytes) -> list[m.Message]:
     dec = FrameDecoder()
     dec.feed(data)
@@ -51,16 +67,24 @@ def _frames(data: bytes) -> list[m.Message]:
     return out
 
 
-async def test_a_corked_client_writes_what_it_held_in_one_write_in_order() -> None:
-    class _Ident:
-        limits = Limits()
-        metrics = Metrics()
-        nursery: trio.Nursery | None = None
+async def test_a_backlog_leaves_in_one_write_and_frames_are_shared() -> None:
+    # What queued up while no writer ran leaves in one write, in order, shared frames included.
+    client, stream, ident = _client()
+    msgs = [m.Ping(1), m.Pong(2), m.Bye("x")]
+    client.send(msgs[0])
+    client.send_frame(encode_frame(m.encode(msgs[1])), msgs[1])
+    client.send(msgs[2])
+    async with trio.open_nursery() as n:
+        ident.nursery = n
+        client.send(m.Ping(3))  # starts the writer
+        await trio.testing.wait_all_tasks_blocked()
+    assert [_frames(w) for w in stream.writes] == [[*msgs, m.Ping(3)]]
+    assert client.metrics.messages_out == 4 and client._queued == 0
+    assert client._writer_scope is None  # the writer ended with the backlog
 
-    stream = _Recorder()
-    ident = _Ident()
-    client = Client(ident, stream, "test")  # type: ignore[arg-type]
-    client.conn.state = State.READY
+
+async def test_a_corked_client_writes_what_it_held_in_one_write_in_order() -> None:
+    client, stream, ident = _client()
     async with trio.open_nursery() as n:
         ident.nursery = n
         assert client.cork()
@@ -77,6 +101,18 @@ async def test_a_corked_client_writes_what_it_held_in_one_write_in_order() -> No
         [m.Ping(0), m.Ping(1), m.Ping(2)],
         [m.Pong(9)],
     ]
+
+
+async def test_a_bye_sent_while_corked_still_leaves() -> None:
+    client, stream, ident = _client()
+    async with trio.open_nursery() as n:
+        ident.nursery = n
+        client.cork()
+        client.send(m.Ping(1))
+        client.close("done")
+        client.uncork()
+        await trio.testing.wait_all_tasks_blocked()
+    assert [_frames(w) for w in stream.writes] == [[m.Ping(1), m.Bye("done")]]
 
 
 class _CorkPeer:
@@ -108,19 +144,27 @@ class _CorkPeer:
             self.log.append((self.player, held))
 
 
+async def _match(
+    store: Store, nursery: trio.Nursery, mode: str, log: list[tuple[str, list[m.Message]]]
+) -> tuple[Lobby, _CorkPeer, _CorkPeer, bytes]:
+    """A classic match in ``mode`` between two corkable peers whose writes go to ``log``."""
+    lobby = Lobby(store, Ed25519PrivateKey.generate(), nursery, Limits())
+    a, b = _CorkPeer("a" * 64, log), _CorkPeer("b" * 64, log)
+    for p in (a, b):
+        await store.upsert_player(p.player, p.name, 0)
+    await lobby.request(a, m.Create(1, {"preset": "classic"}, mode, True))
+    mid = next(msg for _, w in log for msg in w if isinstance(msg, m.Ok)).data["match"]
+    await lobby.request(b, m.Join(2, mid, None))
+    await trio.testing.wait_all_tasks_blocked()
+    return lobby, a, b, mid
+
+
 async def test_a_custody_shot_is_one_write_per_player_the_shooter_first(
     nursery: trio.Nursery,
 ) -> None:
     log: list[tuple[str, list[m.Message]]] = []
     async with Store.open(":memory:") as store:
-        lobby = Lobby(store, Ed25519PrivateKey.generate(), nursery, Limits())
-        a, b = _CorkPeer("a" * 64, log), _CorkPeer("b" * 64, log)
-        for p in (a, b):
-            await store.upsert_player(p.player, p.name, 0)
-        await lobby.request(a, m.Create(1, {"preset": "classic"}, "custody", True))
-        mid = next(msg for _, w in log for msg in w if isinstance(msg, m.Ok)).data["match"]
-        await lobby.request(b, m.Join(2, mid, None))
-        await trio.testing.wait_all_tasks_blocked()
+        lobby, a, b, mid = await _match(store, nursery, "custody", log)
         ref = lobby.running[mid]
         rules = rules_from_dict({"preset": "classic"})
         rng = random.Random(7)
@@ -155,14 +199,7 @@ async def test_a_blind_shot_reaches_the_defender_first_and_its_verdict_the_shoot
 ) -> None:
     log: list[tuple[str, list[m.Message]]] = []
     async with Store.open(":memory:") as store:
-        lobby = Lobby(store, Ed25519PrivateKey.generate(), nursery, Limits())
-        a, b = _CorkPeer("a" * 64, log), _CorkPeer("b" * 64, log)
-        for p in (a, b):
-            await store.upsert_player(p.player, p.name, 0)
-        await lobby.request(a, m.Create(1, {"preset": "classic"}, "blind", True))
-        mid = next(msg for _, w in log for msg in w if isinstance(msg, m.Ok)).data["match"]
-        await lobby.request(b, m.Join(2, mid, None))
-        await trio.testing.wait_all_tasks_blocked()
+        lobby, a, b, mid = await _match(store, nursery, "blind", log)
         ref = lobby.running[mid]
         rules = rules_from_dict({"preset": "classic"})
         rng = random.Random(3)
