@@ -18,6 +18,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.protocol import messages as m
 from seabattle.protocol.codec import encode_frame
 from seabattle.protocol.errors import ErrorCode
+from seabattle.protocol.record import load_record, verify_record
 from seabattle.protocol.rules import rules_from_dict
 from seabattle.protocol.session import State, auth_payload
 from seabattle.server.config import Limits
@@ -316,6 +317,41 @@ async def test_tls(tmp_path: Path, nursery: trio.Nursery) -> None:
     w = await c.expect(m.Welcome)
     await c.send(m.Auth(c.pub, c.key.sign(auth_payload(w.challenge, w.server, c.pub)), "x", None))
     assert (await c.expect(m.Authed)).player == c.pub.hex()
+
+
+async def test_a_whole_match_over_tls(tmp_path: Path, nursery: trio.Nursery) -> None:
+    # Over TLS every frame goes through the connection's writer task (no direct socket writes):
+    # whole matches must play the same, records included.
+    cert, key = _self_signed(tmp_path)
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_ctx.load_cert_chain(cert, key)
+    addr, _ = await start_server(nursery, tmp_path, tls=server_ctx)
+    client_ctx = ssl.create_default_context(cafile=str(cert))
+
+    async def tls_connect(name: str) -> TC:
+        stream = await trio.open_ssl_over_tcp_stream(
+            "localhost", addr[1], ssl_context=client_ctx, https_compatible=False
+        )
+        c = TC(stream, Ed25519PrivateKey.generate(), nursery)
+        await c.send(m.Hello((1,), "t", ()))
+        w = await c.expect(m.Welcome)
+        sig = c.key.sign(auth_payload(w.challenge, w.server, c.pub))
+        await c.send(m.Auth(c.pub, sig, name, None))
+        c.player = (await c.expect(m.Authed)).player
+        return c
+
+    for mode in ("blind", "custody"):
+        a, b = await tls_connect("alice"), await tls_connect("bob")
+        ok = await a.request(m.Create(1, SMALL, mode, True))
+        assert isinstance(ok, m.Ok), ok
+        assert isinstance(await b.request(m.Join(1, None, ok.data["invite"])), m.Ok)
+        ba, bb = Bot(a, mode, 1), Bot(b, mode, 2)
+        with trio.fail_after(30):
+            await play_both(ba, bb)
+        assert ba.result is not None and bb.result is not None
+        assert ba.result.result == bb.result.result
+        rec = await a.request(m.GetRecord(2, ok.data["match"]))
+        assert isinstance(rec, m.Ok) and verify_record(load_record(rec.data["record"])).ok
 
 
 def _self_signed(tmp_path: Path) -> tuple[Path, Path]:
