@@ -1,9 +1,10 @@
 """The scripting API: play, watch and fetch records from a seabattle server with ``async with``.
 
 Theory of operation. :func:`connect` opens one TCP (or TLS) stream, runs the handshake of
-``spec/FLOW.md`` step 1 and yields a :class:`Client`. Inside the ``async with`` one reader task owns
-the receiving side of the stream; every send goes through one lock (:class:`~.wire.Wire`), so the
-reader itself may send (automatic answers, reveals, co-signatures) without racing the script.
+``spec/protocol.md`` 5.6, step 1, and yields a :class:`Client`. Inside the ``async with`` one reader
+task owns the receiving side of the stream; every send goes through one lock
+(:class:`~.wire.Wire`), so the reader itself may send (automatic answers, reveals, co-signatures)
+without racing the script.
 
 The reader routes each message: ``ok``/``error`` with a ``ref`` wake the request that carries that
 id; a refused move (``error`` whose ``ref`` is a move's ``seq``) goes to the match that sent the

@@ -6,7 +6,7 @@ role (``hello``/``welcome``/``auth``/``authed``). Then both sides run the *same*
 :class:`~seabattle.protocol.match.Match` each, fed the same inputs in the same order, so that both
 end with the same transcript, the same record and the same record head.
 
-Message use, and where it differs from ``spec/FLOW.md`` (which describes refereed play):
+Message use, and where it differs from ``spec/protocol.md`` 5.6 (which describes refereed play):
 
 * After ``authed`` the host sends ``start{match, seat: 1, rules, mode: "peer", players}``: the host
   draws the match id and the rules, and always sits in seat 0.

@@ -3,7 +3,7 @@
 :class:`Wire` frames with :mod:`seabattle.protocol.codec` directly rather than through
 ``session.Connection``, so that the same wire serves peer play, where both sides send messages the
 session table marks as client-to-server (``commit``, ``fire``, ``answer``). The handshake order
-(:func:`client_handshake`) is the session's (``spec/FLOW.md`` step 1).
+(:func:`client_handshake`) is the session's (``spec/protocol.md`` 5.6, step 1).
 """
 
 from __future__ import annotations

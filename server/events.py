@@ -1,5 +1,6 @@
 """Game events of the core turned into the messages players and spectators receive
-(``spec/FLOW.md`` steps 5-11). Every message here is public: spectators get the same ones.
+(``spec/protocol.md`` 5.6, steps 5-11). Every message here is public: spectators get the same
+ones.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """The lobby: open matches, invitations, the quick-match queue, rematches, spectators, records and
-the ladder (``spec/FLOW.md`` step 2), and the routing of game messages to their referee.
+the ladder (``spec/protocol.md`` 5.6, step 2), and the routing of game messages to their
+referee.
 
 Every request is answered ``ok{ref: id, data}`` or ``error{code, msg, ref: id}``; a handler that
 returns ``None`` answers later (``quick`` and ``rematch`` wait for the other player). The lobby

@@ -1,5 +1,5 @@
 """One task per match: feeds the pure core (:class:`Match`, :class:`Game`), runs its clocks and
-tells the players and spectators what happened (``spec/FLOW.md`` steps 3-12).
+tells the players and spectators what happened (``spec/protocol.md`` 5.6, steps 3-12).
 
 Theory of operation. Inputs from players arrive as method calls from their connection tasks
 (:meth:`Referee.handle`); each is applied to the game at once, without awaiting, so inputs are

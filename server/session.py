@@ -26,10 +26,10 @@ every read), and only once a draining writer is done with the socket.
 Frames are limited per direction: a client's at ``Limits.max_recv`` (64 KiB, what one peer can
 make the server buffer), the server's own at ``Limits.max_send`` (16 MiB, a long match's record).
 
-Errors (``spec/FLOW.md``): a message the protocol or the rules refuse is answered with
-``error{code, msg, ref}`` and the session goes on; a framing error is answered and the connection
-closed. A failure inside the server is logged and answered with ``INTERNAL_ERROR``: it never ends
-another connection or match.
+Errors (``spec/protocol.md`` 2 and 4): a message the protocol or the rules refuse is answered
+with ``error{code, msg, ref}`` and the session goes on; a framing error is answered and the
+connection closed. A failure inside the server is logged and answered with ``INTERNAL_ERROR``:
+it never ends another connection or match.
 """
 
 from __future__ import annotations
