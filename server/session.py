@@ -93,9 +93,6 @@ class Heartbeat:
         self._wake = trio.Event()
         self._next = math.inf
 
-    def __len__(self) -> int:
-        return len(self._heap)
-
     def add(self, obj: Timed, due: float) -> None:
         """Look at ``obj`` at trio time ``due`` (and from then on as it asks)."""
         heapq.heappush(self._heap, (due, next(self._count), obj))
