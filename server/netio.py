@@ -16,6 +16,7 @@ once the stream is closed, since the descriptor number may then belong to anothe
 from __future__ import annotations
 
 import os
+import threading
 
 import trio
 
@@ -24,11 +25,20 @@ __all__ = ["RECV_SIZE", "DirectSocket", "direct"]
 #: The most bytes one read takes.
 RECV_SIZE = 65536
 
-# Every read lands here and the caller copies it out before it awaits anything (one thread,
-# no await between the read and the copy), instead of each read allocating RECV_SIZE bytes and
-# shrinking them: one buffer serves every connection in the process.
-_BUFFER = bytearray(RECV_SIZE)
-_VIEW = memoryview(_BUFFER)
+# Every read lands in its thread's buffer and the caller copies it out before it awaits anything
+# (no await between the read and the copy), instead of each read allocating RECV_SIZE bytes and
+# shrinking them: one buffer serves every connection of a trio run. Per thread, because two trio
+# runs may live in one process (a server and a client, say), each in its own thread.
+_local = threading.local()
+
+
+def _buffer() -> tuple[bytearray, memoryview]:
+    try:
+        pair: tuple[bytearray, memoryview] = _local.pair
+    except AttributeError:
+        buf = bytearray(RECV_SIZE)
+        pair = _local.pair = (buf, memoryview(buf))
+    return pair
 
 
 class DirectSocket:
@@ -44,9 +54,10 @@ class DirectSocket:
         """The next bytes from the peer (empty at EOF), usually as a view into a shared buffer
         that is only valid until the caller's next await. Raises ``BrokenResourceError`` on a
         reset."""
+        buf, view = _buffer()
         while True:
             try:
-                n = os.readv(self.fd, (_BUFFER,))
+                n = os.readv(self.fd, (buf,))
             except BlockingIOError:
                 n = -1
             except OSError as e:
@@ -60,14 +71,14 @@ class DirectSocket:
             if self._yield:
                 # Twice in a row data was waiting without a wait: let the other tasks run (and
                 # cancellation in) now, as every trio read does; the bytes must outlive it.
-                data = bytes(_VIEW[:n])
+                data = bytes(view[:n])
                 await trio.lowlevel.checkpoint()
                 self._yield = False
                 return data
             # The common case checks in no extra time: the caller's next read usually finds
             # nothing and waits, which is a checkpoint.
             self._yield = True
-            return _VIEW[:n]
+            return view[:n]
 
     def try_send(self, data: bytes | bytearray | memoryview) -> int:
         """Write what the socket takes now, without waiting; returns how many bytes that was.

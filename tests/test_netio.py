@@ -4,6 +4,8 @@ other tasks, a full socket takes part of a write, and a reset is reported as tri
 from __future__ import annotations
 
 import socket
+import sys
+import threading
 
 import pytest
 import trio
@@ -76,3 +78,39 @@ def test_only_plain_sockets_are_read_directly() -> None:
     left, _right = trio.testing.memory_stream_pair()
     assert direct(left) is None
     assert isinstance(DirectSocket(0), DirectSocket)
+
+
+def test_two_trio_runs_in_two_threads_each_read_their_own_bytes() -> None:
+    # Reads land in a buffer shared by every connection of a trio run: two runs in one process
+    # (each in its thread) must not share it. Frequent thread switches make a shared one show.
+    results: dict[bytes, bytes] = {}
+
+    def run(tag: bytes) -> None:
+        async def main() -> None:
+            stream, far = await _pair()
+            sock = direct(stream)
+            assert sock is not None
+            got = bytearray()
+            for _ in range(3000):
+                far.sendall(tag * 200)
+                want = len(got) + 200
+                while len(got) < want:
+                    got += bytes(await sock.receive())
+            results[tag] = bytes(got)
+            far.close()
+            await stream.aclose()
+
+        trio.run(main)
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=run, args=(t,)) for t in (b"a", b"b")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(old)
+    assert results[b"a"] == b"a" * 600_000
+    assert results[b"b"] == b"b" * 600_000
