@@ -70,7 +70,7 @@ class Timed(Protocol):
 
 
 class Timers(Protocol):
-    """One task's heap of timers for many objects (:class:`~.session.Heartbeat`): a timer costs
+    """One task's heap of timers for many objects (:class:`~.timers.Heartbeat`): a timer costs
     a heap entry, not a task or a cancel scope."""
 
     def add(self, obj: Timed, due: float) -> None:

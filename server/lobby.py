@@ -40,6 +40,7 @@ from .metrics import Gauges, Metrics
 from .records import add_cosign, add_cosign_stored, conclude
 from .referee import GAME_MESSAGES, MODES, Referee, Seat
 from .store import Store
+from .timers import Heartbeat
 
 __all__ = ["Lobby", "OpenMatch", "parse_rules_within"]
 
@@ -120,8 +121,13 @@ class Lobby:
         timers: Timers | None = None,
     ) -> None:
         self.store = store
-        #: where referees set their alarms (``None``: each sleeps in a cancel scope of its own)
-        self.timers = timers
+        if timers is None:
+            # A lobby on its own (tests) runs its own timer task in its nursery.
+            heartbeat = Heartbeat()
+            nursery.start_soon(heartbeat.run)
+            timers = heartbeat
+        #: where referees set their alarms
+        self.timers: Timers = timers
         self.metrics = metrics if metrics is not None else Metrics()
         self.key = key
         self.nursery = nursery

@@ -134,8 +134,8 @@ class Referee:
         seats: list[Seat],
         public: bool,
         finish: Callable[[Referee], Awaitable[None]],
+        timers: Timers,
         metrics: Metrics | None = None,
-        timers: Timers | None = None,
     ) -> None:
         self.match_id = match_id
         self.hex = match_id.hex()
@@ -213,10 +213,14 @@ class Referee:
 
     def to_all(self, msg: m.Message) -> None:
         """Queue ``msg`` for the players and every spectator (public events only)."""
+        _broadcast(msg, self._audience())
+
+    def _audience(self) -> list[Peer]:
+        """The connected players and the spectators: who public events go to."""
         peers = [s.peer for s in self.seats if s.peer is not None]
         if self._spectators:
             peers += self._spectators
-        _broadcast(msg, peers)
+        return peers
 
     def view(self) -> dict[str, Any]:
         """The public view of the match: the current game's view and the match score."""
@@ -386,9 +390,7 @@ class Referee:
         who waits for it (the defender owing a verdict on a called shot, the shooter a verdict
         answers) is written to first: the others' copies are not on the critical path.
         """
-        peers = [s.peer for s in self.seats if s.peer is not None]
-        if self._spectators:
-            peers += self._spectators
+        peers = self._audience()
         corked = [(p, u) for p in peers if (u := _cork(p)) is not None]
         queue = list(events)
         try:
@@ -414,15 +416,9 @@ class Referee:
     def _uncork(self, corked: list[tuple[Peer, Callable[[], None]]]) -> None:
         first = self.seats[self._first].peer if self._first is not None else None
         self._first = None
-        # The waiting peer first, the others in the order they were corked.
-        if first is not None:
-            for p, uncork in corked:
-                if p is first:
-                    uncork()
-                    break
-        for p, uncork in corked:
-            if p is not first:
-                uncork()
+        # sorted() is stable: the waiting peer first, the others in the order they were corked.
+        for _, uncork in sorted(corked, key=lambda pu: pu[0] is not first):
+            uncork()
 
     def _custody_follow_up(self, ev: Event) -> list[Event]:
         g = self.game
@@ -572,15 +568,11 @@ class Referee:
         failures = 0
         while g.phase is not Phase.OVER:
             self._sleep_until = at = self._wake_at()
-            if self._timers is not None:
-                # An alarm in the server's timer heap rather than a cancel scope of its own
-                # (~0.6 KB per sleeping match). A stale alarm sets an Event nobody waits on.
-                if at < math.inf:
-                    self._timers.add(_Alarm(self._wake), at)
-                await self._wake.wait()
-            else:
-                with trio.move_on_at(at):
-                    await self._wake.wait()
+            # An alarm in the server's timer heap rather than a cancel scope of its own (~0.6 KB
+            # per sleeping match). A stale alarm sets an Event nobody waits on.
+            if at < math.inf:
+                self._timers.add(_Alarm(self._wake), at)
+            await self._wake.wait()
             self._sleep_until = -math.inf
             self._wake = trio.Event()
             try:

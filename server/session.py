@@ -35,8 +35,6 @@ it never ends another connection or match.
 from __future__ import annotations
 
 import contextlib
-import heapq
-import itertools
 import logging
 import math
 import secrets
@@ -55,12 +53,13 @@ from seabattle.protocol.errors import (
 )
 from seabattle.protocol.session import Connection, Role, State, check_auth
 
-from .config import ContextLog, Limits, Timed, TokenBucket
+from .config import ContextLog, Limits, TokenBucket
 from .lobby import Lobby
 from .metrics import Metrics
 from .netio import RECV_SIZE, direct
 from .referee import GAME_MESSAGES
 from .store import Store
+from .timers import Heartbeat
 
 __all__ = ["Client", "Heartbeat", "Identity", "TokenBucket"]
 
@@ -71,53 +70,6 @@ _log = logging.getLogger("seabattle.server.session")
 
 #: The writer sends the backlog in writes of at most this many bytes (a larger frame goes alone).
 WRITE_BATCH_BYTES = 256 * 1024
-
-#: Timers the heartbeat handles before it lets other tasks run: when thousands of connections
-#: came up together their timers come due together, and matches must not wait for all of them.
-HEARTBEAT_BATCH = 256
-
-
-class Heartbeat:
-    """The timers of every connection and match of a server, in one task (:meth:`run`); it is
-    the server's :class:`~.config.Timers`.
-
-    Each connection has one entry in a heap, due at its next possible ping or timeout; traffic
-    does not touch the heap, so a busy connection costs nothing here and an idle one an entry
-    visit per ``ping_interval``. A referee puts an alarm in it each time its match sleeps. See
-    the module docstring.
-    """
-
-    def __init__(self) -> None:
-        self._heap: list[tuple[float, int, Timed]] = []
-        self._count = itertools.count()
-        self._wake = trio.Event()
-        self._next = math.inf
-
-    def add(self, obj: Timed, due: float) -> None:
-        """Look at ``obj`` at trio time ``due`` (and from then on as it asks)."""
-        heapq.heappush(self._heap, (due, next(self._count), obj))
-        if due < self._next:
-            self._wake.set()
-
-    async def run(self) -> None:
-        """Serve the timers until cancelled."""
-        heap = self._heap
-        while True:
-            now = trio.current_time()
-            done = 0
-            while heap and heap[0][0] <= now:
-                _, n, client = heapq.heappop(heap)
-                due = client.tick(now)
-                if due is not None:
-                    heapq.heappush(heap, (due, n, client))
-                done += 1
-                if done >= HEARTBEAT_BATCH:
-                    await trio.lowlevel.checkpoint()
-                    now, done = trio.current_time(), 0
-            self._next = heap[0][0] if heap else math.inf
-            self._wake = trio.Event()
-            with trio.move_on_at(self._next):
-                await self._wake.wait()
 
 
 @dataclass(slots=True)

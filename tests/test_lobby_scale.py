@@ -20,6 +20,7 @@ from seabattle.server.config import Limits
 from seabattle.server.lobby import Lobby
 from seabattle.server.referee import Referee, Seat
 from seabattle.server.store import Store
+from seabattle.server.timers import Heartbeat
 
 RULES: dict[str, Any] = {"preset": "classic"}  # no shape keys: checked inline, no worker thread
 
@@ -229,6 +230,7 @@ async def test_a_resent_shot_applies_once_per_game_and_only_its_game_is_remember
         seats=[Seat(p.player, p.name, p) for p in peers],
         public=True,
         finish=finish,
+        timers=Heartbeat(),
     )
     rng = random.Random(7)
     for number in (1, 2):
