@@ -257,16 +257,9 @@ def _compiled(cls: type[Message]) -> _Compiled:
 
 
 def _validate(msg: Message) -> None:
-    checks, max_bytes = _COMPILED.get(type(msg)) or _compiled(type(msg))
-    for name, fast, tp in checks:
-        v = getattr(msg, name)
-        nv = fast(v)
-        if nv is not v:
-            if nv is _FAIL:
-                nv = _check(v, tp, f"{msg.TAG}.{name}", max_bytes)
-                if nv is v:
-                    continue
-            object.__setattr__(msg, name, nv)
+    checks, _ = _COMPILED.get(type(msg)) or _compiled(type(msg))
+    for i in range(len(checks)):
+        _fix(msg, i)
 
 
 def _fix(msg: Message, i: int) -> None:
