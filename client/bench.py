@@ -66,6 +66,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
+from seabattle.common.netio import DirectSocket, direct
 from seabattle.protocol import messages as m
 from seabattle.protocol.codec import encode_frame
 from seabattle.protocol.commit import Committed
@@ -78,7 +79,6 @@ from seabattle.protocol.record import build_record, load_record, seal, verify_re
 from seabattle.protocol.rules import PRESETS, RuleSet, ShotMode, preset
 from seabattle.protocol.session import Connection, Role, State, auth_payload
 from seabattle.protocol.verdict import Defender, Shot
-from seabattle.server.netio import DirectSocket, direct
 
 __all__ = ["BARS", "Scenario", "bench", "run_bench"]
 
@@ -205,7 +205,7 @@ async def _read_exact(stream: trio.abc.ReceiveStream, n: int) -> bytes:
 
 async def _forward(src: trio.abc.Stream, dst: trio.abc.Stream) -> None:
     """Send whatever ``src`` receives to ``dst`` until ``src`` ends, with the server's own I/O
-    (:mod:`seabattle.server.netio`: direct reads and writes on a plain socket), so that the
+    (:mod:`seabattle.common.netio`: direct reads and writes on a plain socket), so that the
     baseline differs from the server by the game alone."""
     rsock, wsock = direct(src), direct(dst)
     while True:

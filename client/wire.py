@@ -14,6 +14,7 @@ from pathlib import Path
 import trio
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from seabattle.common.keys import load_or_create_key
 from seabattle.protocol import messages as m
 from seabattle.protocol.codec import FrameDecoder, encode_frame
 from seabattle.protocol.errors import ErrorCode, RemoteProtocolError
@@ -23,7 +24,6 @@ from seabattle.protocol.session import (
     SUPPORTED_VERSIONS,
     auth_payload,
 )
-from seabattle.server.keys import load_or_create_key
 
 __all__ = [
     "AGENT",

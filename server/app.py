@@ -29,9 +29,9 @@ import sys
 from typing import Any
 
 import trio
+from seabattle.common.keys import load_or_create_key
 
 from .config import Limits
-from .keys import load_or_create_key
 from .lobby import Lobby
 from .logs import configure_logging
 from .metrics import Metrics, serve_metrics

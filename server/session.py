@@ -2,7 +2,7 @@
 
 Theory of operation. :meth:`Client.run` is the connection's only task while the peer keeps up:
 it feeds received bytes to ``Connection(Role.SERVER)`` and handles each message in turn. A plain
-TCP socket is read and written directly (:mod:`.netio`), below trio's stream layers.
+TCP socket is read and written directly (:mod:`seabattle.common.netio`), below trio's streams.
 :meth:`Client.send` never blocks and never waits for a task: it writes the frame to the socket
 at once (the socket is non-blocking; this is what trio's ``send_all`` does first, without its
 two trips through the scheduler). Only what the kernel will not take now - a peer that reads
@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 
 import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from seabattle.common.netio import RECV_SIZE, direct
 from seabattle.protocol import messages as m
 from seabattle.protocol.codec import HEADER_SIZE, encode_frame
 from seabattle.protocol.errors import (
@@ -56,7 +57,6 @@ from seabattle.protocol.session import Connection, Role, State, check_auth
 from .config import ContextLog, Limits, TokenBucket
 from .lobby import Lobby
 from .metrics import Metrics
-from .netio import RECV_SIZE, direct
 from .referee import GAME_MESSAGES
 from .store import Store
 from .timers import Heartbeat
@@ -438,9 +438,9 @@ class Client:
     async def _reader(self) -> None:
         conn, metrics, sock = self.conn, self.metrics, self._direct
         while not self._closing:
-            # A plain socket is read directly (:mod:`.netio`); its view must be consumed before
-            # the next await. Awaited here, not in a helper: every idle connection keeps the
-            # frames of this chain of awaits suspended.
+            # A plain socket is read directly (:mod:`seabattle.common.netio`); its view must be
+            # consumed before the next await. Awaited here, not in a helper: every idle connection
+            # keeps the frames of this chain of awaits suspended.
             try:
                 data = await (
                     sock.receive() if sock is not None else self.stream.receive_some(RECV_SIZE)

@@ -1,4 +1,4 @@
-"""Direct socket I/O (server/netio.py): bytes arrive in order, a busy socket cannot starve the
+"""Direct socket I/O (common/netio.py): bytes arrive in order, a busy socket cannot starve the
 other tasks, a full socket takes part of a write, and a reset is reported as trio reports it."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import threading
 import pytest
 import trio
 import trio.testing
-from seabattle.server.netio import DirectSocket, direct
+from seabattle.common.netio import DirectSocket, direct
 
 
 async def _pair() -> tuple[trio.SocketStream, socket.socket]:

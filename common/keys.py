@@ -1,8 +1,10 @@
-"""The server's long-term Ed25519 identity: created on first run, then kept and reused.
+"""A long-term Ed25519 identity, the server's or a player's: created on first run, then kept and
+reused.
 
-The key is the referee's signature on every match record and the ``server`` key that clients bind
-their handshake signature to, so losing it orphans every record signed before: it is written once,
-with owner-only permissions, and never regenerated while the file exists.
+Both sides keep their key with this one function (``seabattle.client.wire`` for players). The
+server's key is the referee's signature on every match record and the ``server`` key that clients
+bind their handshake signature to, so losing it orphans every record signed before: it is written
+once, with owner-only permissions, and never regenerated while the file exists.
 """
 
 from __future__ import annotations
