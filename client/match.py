@@ -27,8 +27,9 @@ from seabattle.protocol import messages as m
 from seabattle.protocol.commit import Commitment, Committed, Reveal
 from seabattle.protocol.errors import ProtocolError
 from seabattle.protocol.fleet import Fleet, random_fleet
-from seabattle.protocol.game import Deadline, EndReason, Event, Game, Phase
+from seabattle.protocol.game import Deadline, EndReason, Game, Phase
 from seabattle.protocol.grid import Cell, parse_cell
+from seabattle.protocol.inputs import Fire, GameEvent, GameOver
 from seabattle.protocol.rules import RuleSet, rules_from_dict
 from seabattle.protocol.verdict import Defender, Shot, Verdict
 
@@ -251,7 +252,9 @@ class MatchHandle:
         self._done = True
         self._send.close()
 
-    def _mirror_apply(self, fn: Callable[[], list[Event]], blame: int | None) -> list[Event]:
+    def _mirror_apply(
+        self, fn: Callable[[], list[GameEvent]], blame: int | None
+    ) -> list[GameEvent]:
         """Run one mirror input; a refusal means the server relayed what a referee must not."""
         if self.mirror is None:
             return []
@@ -262,8 +265,8 @@ class MatchHandle:
             self.mirror = None  # out of step with the server: stop checking rather than cry wolf
             return []
         for ev in events:
-            o = ev.outcome
-            if ev.kind == "over" and o is not None and o.reason is EndReason.FALSE_PROOF:
+            if isinstance(ev, GameOver) and ev.outcome.reason is EndReason.FALSE_PROOF:
+                o = ev.outcome
                 self._emit(
                     LieDetected(self.game_no, None if o.winner is None else 1 - o.winner, o.detail)
                 )
@@ -305,11 +308,15 @@ class MatchHandle:
         elif isinstance(msg, m.ShotLost):
             g = self.mirror
             if g is not None and g.phase is Phase.FIRING and g.turn == msg.seat:
-                # The repeated cells never reach us, so the mirror applies the loss as told.
                 if msg.why == "clock":
                     self._mirror_apply(lambda: g.expire(Deadline.SHOT), None)
                 else:
-                    g._lose_shot(msg.seat, msg.why)
+                    # A wasted repeat: ``shot_lost`` does not name the cell called again (spec
+                    # revision 2), but any cell already fired at has the same effect on the game.
+                    again = self._fired_at(g, 1 - msg.seat)
+                    self._mirror_apply(
+                        lambda: g.feed(Fire(msg.seat, g.caller(msg.seat), again)), None
+                    )
             self._emit(Info(msg))
             self._maybe_turn(msg.next)
         elif isinstance(msg, m.RevealNow):
@@ -352,6 +359,12 @@ class MatchHandle:
                 self._ack(m.Commit)
                 self._ack(m.Place)
             self._emit(Info(msg))
+
+    def _fired_at(self, g: Game, seat: int) -> tuple[Cell, ...]:
+        """One cell already fired at on ``seat``'s grid (empty if none: the mirror refuses)."""
+        assert self.rules is not None
+        fired = g.boards[seat].fired
+        return (Cell(*divmod(next(iter(fired)), self.rules.cols)),) if fired else ()
 
     async def _on_firing(self, msg: m.Firing) -> None:
         g = self.mirror

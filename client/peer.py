@@ -31,6 +31,7 @@ Message use, and where it differs from ``spec/protocol.md`` 5.6 (which describes
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 from collections.abc import Awaitable, Callable
@@ -40,13 +41,15 @@ from typing import Any
 import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.protocol import messages as m
-from seabattle.protocol.commit import Commitment, Committed, Reveal, coin_commit, coin_result
+from seabattle.protocol.commit import Committed, coin_commit, coin_result
 from seabattle.protocol.errors import ProtocolError, Refused, RemoteProtocolError
 from seabattle.protocol.fleet import Fleet, random_fleet
 from seabattle.protocol.game import Deadline, Game, Phase
-from seabattle.protocol.grid import Cell, parse_cell
+from seabattle.protocol.grid import Cell
+from seabattle.protocol.inputs import Expire
 from seabattle.protocol.match import Match
 from seabattle.protocol.record import VerifyReport, build_record, record_head, verify_record
+from seabattle.protocol.referee import Referee
 from seabattle.protocol.rules import RuleSet, rules_from_dict
 from seabattle.protocol.session import (
     MAX_C2S_FRAME,
@@ -68,6 +71,11 @@ __all__ = [
     "join",
     "play_peer",
 ]
+
+
+#: Peer play runs no clocks (a peer cannot be made to play on time without a referee), so the
+#: referee each side runs is told one time throughout.
+_NOW = 0.0
 
 
 class PeerCheated(Exception):
@@ -222,28 +230,30 @@ async def _lot(wire: Wire, match_id: bytes, game: int, seat: int) -> int:
 
 
 async def _play_game(
-    wire: Wire, match: Match, seat: int, player: Player, on_event: Callable[[str, Any], None]
+    wire: Wire, ref: Referee, seat: int, player: Player, on_event: Callable[[str, Any], None]
 ) -> None:
     from seabattle.client.bots import TargetView
 
-    rules, mid = match.rules, match.match_id
+    rules, mid = ref.rules, ref.match_id
     peer = 1 - seat
-    need_lot = match.needs_lot()
-    g = match.new_game()
+    g = ref.game
+    assert g is not None
     n = g.number
+    need_lot = g.first is None
     committed = Committed(rules, await player.fleet(rules, n), os.urandom(32), mid, n, seat)
     defender = Defender(committed)
-    await wire.send(m.Commit(mid, n, committed.commitment.to_dict()))
+    mine = m.Commit(mid, n, committed.commitment.to_dict())
+    await wire.send(mine)
     theirs = await wire.expect(m.Commit)
     assert isinstance(theirs, m.Commit)
     first = await _lot(wire, mid, n, seat) if need_lot else None
-    coms: list[Commitment] = [committed.commitment, committed.commitment]
+    commits = (mine, theirs) if seat == 0 else (theirs, mine)
     try:
-        coms[peer] = Commitment.from_dict(theirs.commitment)
+        # Both sides feed the commits in seat order, then the lot: the same transcript.
         for s in (0, 1):
-            g.commit(s, coms[s])
+            ref.receive(s, commits[s], _NOW)
         if first is not None:
-            g.set_first(first)
+            ref.draw(first, _NOW)
     except ProtocolError as e:
         raise PeerCheated(f"the peer's commitment is refused: {e}") from None
     on_event("firing", {"game": n, "first": g.first})
@@ -253,97 +263,85 @@ async def _play_game(
     while g.phase in (Phase.FIRING, Phase.ANSWER):
         if g.turn == seat:
             kind, cells = await player.move(g, seat, view)
+            move: m.Fire | m.Radar
+            if kind == "radar":
+                move = m.Radar(mid, n, cells[0].label(), g.caller(seat), seq + 1)
+            else:
+                move = m.Fire(mid, n, tuple(c.label() for c in cells), g.caller(seat), seq + 1)
             try:
-                if kind == "radar":
-                    events = g.radar(seat, cells[0], g.caller(seat))
-                else:
-                    events = g.fire(seat, cells, g.caller(seat))
+                ref.receive(seat, move, _NOW)
             except ProtocolError as e:
                 player.refused(e)
                 continue
             seq += 1
-            member = g.transcript[-1]["member"]
-            if kind == "radar":
-                await wire.send(m.Radar(mid, n, cells[0].label(), member, seq))
-            else:
-                await wire.send(m.Fire(mid, n, tuple(c.label() for c in cells), member, seq))
-            if events[0].kind != "shot":
+            await wire.send(move)
+            shot = g.pending
+            if shot is None:
                 player.shot_lost(g, seat, seat, "repeat")
                 continue  # a wasted repeat: the turn passed, nothing to answer
-            shot = events[0].shot
-            assert shot is not None
             ans = await wire.expect(m.Answer)
             assert isinstance(ans, m.Answer)
+            before = set(g.boards[peer].crossed)
             try:
                 v = Verdict.from_dict(ans.verdict)
-                before = set(g.boards[peer].crossed)
-                events = g.answer(peer, v)
+                sends = ref.receive(peer, ans, _NOW)
             except ProtocolError as e:
                 raise PeerCheated(f"the peer's answer is malformed: {e}") from None
             if g.outcome is None:
                 feed_view(view, rules, cells, kind == "radar", v)
                 for i in sorted(g.boards[peer].crossed - before):
                     view.crossed(Cell(*divmod(i, rules.cols)))
-            on_event("result", {"game": n, "cells": cells, "verdict": v, "events": events})
+            on_event("result", {"game": n, "cells": cells, "verdict": v, "sends": sends})
             player.shot_answered(g, seat, shot, v)
         else:
             msg = await wire.expect(m.Fire, m.Radar)
             assert isinstance(msg, m.Fire | m.Radar)
             try:
-                if isinstance(msg, m.Radar):
-                    events = g.radar(peer, parse_cell(msg.at, rules.rows, rules.cols), msg.member)
-                else:
-                    called = [parse_cell(c, rules.rows, rules.cols) for c in msg.cells]
-                    events = g.fire(peer, called, msg.member)
+                ref.receive(peer, msg, _NOW)
             except (Refused, RemoteProtocolError) as e:
                 await wire.send(m.Error(e.code, e.detail, msg.seq))
                 continue
-            theirs_shot = events[0].shot
-            if events[0].kind != "shot" or theirs_shot is None:
+            shot = g.pending
+            if shot is None:
                 player.shot_lost(g, seat, peer, "repeat")
                 continue
-            shot = theirs_shot
             verdict = player.answer(shot, defender.answer(shot))
-            await wire.send(m.Answer(mid, n, verdict.to_dict()))
-            g.answer(seat, verdict)
+            answer = m.Answer(mid, n, verdict.to_dict())
+            await wire.send(answer)
+            ref.receive(seat, answer, _NOW)
             on_event("incoming", {"game": n, "shot": shot, "verdict": verdict})
             player.shot_at(g, seat, shot, verdict)
     if g.phase is Phase.REVEAL:
-        await wire.send(m.RevealMsg(mid, n, committed.reveal().to_dict()))
+        ours = m.RevealMsg(mid, n, committed.reveal().to_dict())
+        await wire.send(ours)
         rv = await wire.expect(m.RevealMsg)
         assert isinstance(rv, m.RevealMsg)
-        reveals: list[Reveal | None] = [None, None]
-        reveals[seat] = committed.reveal()
-        try:
-            reveals[peer] = Reveal.from_dict(rv.reveal)
-        except ProtocolError:
-            reveals[peer] = None
-        for s in (0, 1):
-            r = reveals[s]
-            if r is not None:
-                g.reveal(s, r)
-        if g.phase is Phase.REVEAL:
+        for s, reveal in enumerate((ours, rv) if seat == 0 else (rv, ours)):
             # A reveal that cannot even be parsed counts as no reveal at all.
-            g.expire(Deadline.REVEAL)
+            with contextlib.suppress(ProtocolError):
+                ref.receive(s, reveal, _NOW)
+        if g.phase is Phase.REVEAL:
+            ref.feed(Expire(Deadline.REVEAL), _NOW)
     assert g.outcome is not None
-    match.game_over()
     on_event("game_over", {"game": n, "outcome": g.outcome.to_dict()})
     player.game_over(g, seat)
 
 
 async def play_peer(
     wire: Wire,
-    match: Match,
+    ref: Referee,
     seat: int,
     key: Ed25519PrivateKey,
     peer_key: bytes,
     player: Player,
     on_event: Callable[[str, Any], None] | None = None,
 ) -> PeerResult:
-    """Play ``match`` to its end over ``wire`` and exchange co-signatures of the record."""
+    """Play the match ``ref`` referees to its end over ``wire``; exchange co-signatures."""
     hook = on_event or (lambda kind, data: None)
-    while not match.over:
-        await _play_game(wire, match, seat, player, hook)
+    ref.start(_NOW)
+    while not ref.over:
+        await _play_game(wire, ref, seat, player, hook)
+    match = ref.match
     keys = [public_key(key), peer_key] if seat == 0 else [peer_key, public_key(key)]
     record = build_record(match, keys, None)
     head = record_head(record)
@@ -362,6 +360,12 @@ async def play_peer(
         report.problems.insert(0, report.reason)
     hook("match_over", {"result": match.to_dict(), "report": report})
     return PeerResult(seat, match, signed, report, peer_key.hex())
+
+
+def _referee(match_id: bytes, rules: RuleSet, keys: tuple[bytes, bytes]) -> Referee:
+    """The referee each side runs: blind (each holds its own fleet), lots drawn by the coin."""
+    players = (keys[0].hex(), keys[1].hex())
+    return Referee(match_id=match_id, rules=rules, mode="blind", players=players, lot=None)
 
 
 Reporter = Callable[[str, Any], None]
@@ -393,7 +397,8 @@ async def host(
     wire = Wire(stream, MAX_C2S_FRAME)
     async with stream:
         mid, peer_key, _name = await _host_handshake(wire, k, rules)
-        return await play_peer(wire, Match(rules, mid), 0, k, peer_key, player, on_event)
+        ref = _referee(mid, rules, (public_key(k), peer_key))
+        return await play_peer(wire, ref, 0, k, peer_key, player, on_event)
 
 
 async def join(
@@ -412,4 +417,5 @@ async def join(
     wire = Wire(stream, MAX_C2S_FRAME)
     async with stream:
         mid, peer_key, rules = await _join_handshake(wire, k, name)
-        return await play_peer(wire, Match(rules, mid), 1, k, peer_key, player, on_event)
+        ref = _referee(mid, rules, (peer_key, public_key(k)))
+        return await play_peer(wire, ref, 1, k, peer_key, player, on_event)

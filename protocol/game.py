@@ -8,31 +8,55 @@ moment the verdict arrives; a false opening, or an opening that contradicts the 
 game at once. What no opening can show without leaking (salvo totals, radar answers, named
 sinkings, silent sinkings) is checked against both :class:`~.commit.Reveal` values at the end.
 
-Inputs are method calls (:meth:`Game.commit`, :meth:`Game.fire`, :meth:`Game.answer`, ...). Each
-either raises (:class:`~.errors.Refused` for a move the rules refuse: nothing changes and the mover
-keeps its shot; :class:`~.errors.RemoteProtocolError` for a malformed input: nothing changes) or is
-applied, appended to :attr:`Game.transcript`, and returns the :class:`Event` values that follow.
-Time is an input too: the shell runs the clock that :meth:`Game.deadline` names and calls
-:meth:`Game.expire` when it runs out. The game never reads a clock.
+Inputs are the typed values of :mod:`.inputs`, fed through :meth:`Game.feed` (the methods
+:meth:`Game.commit`, :meth:`Game.fire`, ... build one and feed it). Each either raises
+(:class:`~.errors.Refused` for a move the rules refuse: nothing changes and the mover keeps its
+shot; :class:`~.errors.RemoteProtocolError` for a malformed input: nothing changes) or is applied,
+appended to :attr:`Game.transcript`, and returns the typed events (:data:`.inputs.GameEvent`)
+that follow. Time is an input too: the shell runs the clock that :meth:`Game.deadline` names and
+feeds :class:`~.inputs.Expire` when it runs out. The game never reads a clock.
 
-Which input is allowed in which phase is the table :data:`TRANSITIONS`; anything it lacks is refused
-with ``WRONG_PHASE``, naming the phase and the input.
+Every input goes through :meth:`Game.feed`, which enforces the one transition table
+:data:`.state.TRANSITIONS`: an input the table lacks in the current phase is refused with
+``WRONG_PHASE`` (``GAME_OVER`` once over), naming the phase and the input; an input whose handling
+would move the game along an edge the table does not list raises :class:`LocalProtocolError`.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, assert_never
 
 from .commit import Commitment, Reveal, context
-from .errors import ErrorCode, ProtocolError, Refused, RemoteProtocolError
+from .errors import ErrorCode, LocalProtocolError, ProtocolError, Refused, RemoteProtocolError
 from .fleet import IllegalFleet
 from .grid import Cell, parse_cell
+from .inputs import (
+    Abandon,
+    Answer,
+    Commit,
+    Committed,
+    Expire,
+    Fire,
+    FiringBegan,
+    GameEvent,
+    GameInput,
+    GameOver,
+    Radar,
+    Resign,
+    RevealDue,
+    Revealed,
+    RevealFleet,
+    SetFirst,
+    ShotCalled,
+    ShotLost,
+    VerdictGiven,
+    input_from_entry,
+)
 from .proofs import check_proofs, check_shape, first_lie
 from .rules import RepeatShot, RuleSet, ShotMode
-from .state import TRANSITIONS, Board, Deadline, EndReason, Event, Outcome, Phase
-from .transcript import Rebuild, Transcript
+from .state import TRANSITIONS, Board, Deadline, EndReason, Outcome, Phase
+from .transcript import Transcript
 from .verdict import Result, Shot, SunkClaim, Verdict, radar_cells
 
 __all__ = [
@@ -40,46 +64,38 @@ __all__ = [
     "Board",
     "Deadline",
     "EndReason",
-    "Event",
     "Game",
     "Outcome",
     "Phase",
 ]
 
-# Labels of called cells, for the transcript: a grid has few cells, and every shot logs its own.
-_label = functools.lru_cache(maxsize=4096)(Cell.label)
+#: The phases each (phase, input) pair may lead to: :data:`TRANSITIONS` without the prose.
+_LEADS: dict[tuple[Phase, str], frozenset[Phase]] = {
+    key: frozenset(dst for dst, _ in edges) for key, edges in TRANSITIONS.items()
+}
 # Enum members read on every shot, bound once: reading one off its class costs ~0.1 us.
 _SETUP, _FIRING, _ANSWER, _REVEAL = Phase.SETUP, Phase.FIRING, Phase.ANSWER, Phase.REVEAL
 _MISS, _SINGLE = Result.MISS, ShotMode.SINGLE
-
-
-def _commit_entry(seat: int, commitment: Commitment) -> dict[str, Any]:
-    return {"in": "commit", "seat": seat, "commitment": commitment.to_dict()}
-
-
-def _reveal_entry(seat: int, reveal: Reveal) -> dict[str, Any]:
-    return {"in": "reveal", "seat": seat, "reveal": reveal.to_dict()}
-
-
-class _Rebuild:
-    """``make(seat, value)``, called later: what the transcript keeps instead of an entry it can
-    rebuild. A third the size of a ``functools.partial``, and a referee holds two per game."""
-
-    __slots__ = ("_make", "_seat", "_value")
-
-    def __init__(self, make: Callable[[int, Any], dict[str, Any]], seat: int, value: Any) -> None:
-        self._make, self._seat, self._value = make, seat, value
-
-    def __call__(self) -> dict[str, Any]:
-        return self._make(self._seat, self._value)
 
 
 class Game:
     """One game between seats 0 and 1, refereed from commitments."""
 
     def __init__(
-        self, rules: RuleSet, match_id: bytes, number: int = 1, first: int | None = None
+        self,
+        rules: RuleSet,
+        match_id: bytes,
+        number: int = 1,
+        first: int | None = None,
+        *,
+        compact: bool = True,
     ) -> None:
+        """A game in its setup phase.
+
+        ``compact=False`` keeps the transcript and the answered shots as plain lists instead of
+        the compact form a referee holding thousands of live games wants: for a replay (the
+        record verifier), which reads only the last entry and would compact for nothing.
+        """
         self.rules = rules
         self.match_id = match_id
         self.number = number
@@ -93,9 +109,9 @@ class Game:
         self.pending: Shot | None = None
         # Every answered shot is in the transcript; ``shots`` rebuilds them from it. A verdict
         # whose proof failed (the game ended on it) is kept as given, and so is every shot of a
-        # replay (:meth:`_replaying`), which has no use for compact state.
+        # game that is not compact.
         self._shot_count = 0
-        self._shot_list: list[tuple[Shot, Verdict]] | None = None
+        self._shot_list: list[tuple[Shot, Verdict]] | None = None if compact else []
         self._false_proof: tuple[Shot, Verdict] | None = None
         self._reveal_shots: list[tuple[Shot, Verdict]] | None = None
         self.shots_taken = [0, 0]  # turns each seat has had (team callers rotate on these)
@@ -105,41 +121,105 @@ class Game:
         self.provisional: Outcome | None = None
         self.outcome: Outcome | None = None
         self.transcript = Transcript(rules.rows, rules.cols)
-        self._plain_log: list[dict[str, Any]] | None = None  # the transcript's list, in a replay
+        if not compact:
+            self.transcript.keep_plain()
         # Derived from the (frozen) rules, read on every shot.
         self._cells = rules.cells
         self._fleet_cells = rules.fleet_cells
-        # Set by the record verifier, which replays inputs and has no use for their events: a
-        # fire and its answer then return [] (an Event costs as much as the rest of a fire).
-        self._quiet = False
+
+    # -- the one way in --------------------------------------------------------------------------
+
+    def feed(self, inp: GameInput) -> list[GameEvent]:
+        """Apply one input; returns the events that follow (see the module docstring)."""
+        phase = self.phase
+        leads = _LEADS.get((phase, inp.NAME))
+        if leads is None:
+            code = ErrorCode.GAME_OVER if phase is Phase.OVER else ErrorCode.WRONG_PHASE
+            raise Refused(code, f"{inp.NAME.value!r} is not allowed in phase {phase.value!r}")
+        # The inputs of every shot first: a match statement tries its cases in order.
+        match inp:
+            case Fire():
+                events = self._fire(inp)
+            case Answer():
+                events = self._answer(inp)
+            case Commit():
+                events = self._commit(inp)
+            case SetFirst():
+                events = self._set_first(inp)
+            case Radar():
+                events = self._radar(inp)
+            case Expire():
+                events = self._expire(inp)
+            case Resign():
+                events = self._resign(inp)
+            case Abandon():
+                events = self._abandon(inp)
+            case RevealFleet():
+                events = self._reveal(inp)
+            case _:
+                assert_never(inp)
+        if self.phase not in leads:
+            raise LocalProtocolError(
+                ErrorCode.INTERNAL_ERROR,
+                f"{inp.NAME.value!r} in phase {phase.value!r} led to {self.phase.value!r}, "
+                "an edge the transition table does not list",
+            )
+        return events
+
+    def inputs(self) -> Iterator[GameInput]:
+        """The inputs the game accepted, in order: feeding them to a fresh game replays it."""
+        for entry in self.transcript:
+            yield input_from_entry(entry, self.rules)
+
+    # Shorthands that build an input and feed it.
+
+    def commit(self, seat: int, commitment: Commitment) -> list[GameEvent]:
+        """Feed :class:`~.inputs.Commit`."""
+        return self.feed(Commit(seat, commitment))
+
+    def set_first(self, seat: int) -> list[GameEvent]:
+        """Feed :class:`~.inputs.SetFirst`."""
+        return self.feed(SetFirst(seat))
+
+    def fire(self, seat: int, cells: list[Cell], member: int = 0) -> list[GameEvent]:
+        """Feed :class:`~.inputs.Fire`."""
+        return self.feed(Fire(seat, member, tuple(cells)))
+
+    def radar(self, seat: int, top_left: Cell, member: int = 0) -> list[GameEvent]:
+        """Feed :class:`~.inputs.Radar`."""
+        return self.feed(Radar(seat, member, top_left))
+
+    def answer(
+        self, seat: int, verdict: Verdict, *, wire: dict[str, Any] | None = None
+    ) -> list[GameEvent]:
+        """Feed :class:`~.inputs.Answer` (``wire``: the map ``verdict`` was parsed from)."""
+        return self.feed(Answer(seat, verdict, wire))
+
+    def expire(self, kind: Deadline) -> list[GameEvent]:
+        """Feed :class:`~.inputs.Expire`."""
+        return self.feed(Expire(kind))
+
+    def resign(self, seat: int) -> list[GameEvent]:
+        """Feed :class:`~.inputs.Resign`."""
+        return self.feed(Resign(seat))
+
+    def abandon(self, seat: int) -> list[GameEvent]:
+        """Feed :class:`~.inputs.Abandon`."""
+        return self.feed(Abandon(seat))
+
+    def reveal(self, seat: int, reveal: Reveal) -> list[GameEvent]:
+        """Feed :class:`~.inputs.RevealFleet`."""
+        return self.feed(RevealFleet(seat, reveal))
 
     # -- helpers ---------------------------------------------------------------------------------
-
-    def _allow(self, name: str) -> None:
-        if name not in TRANSITIONS[self.phase]:
-            code = ErrorCode.GAME_OVER if self.phase is Phase.OVER else ErrorCode.WRONG_PHASE
-            raise Refused(code, f"{name!r} is not allowed in phase {self.phase.value!r}")
 
     @staticmethod
     def _seat(seat: int) -> None:
         if seat not in (0, 1):
             raise Refused(ErrorCode.NOT_ALLOWED, f"seat {seat} does not exist")
 
-    def _replaying(self) -> list[dict[str, Any]]:
-        """Set up for the record verifier, before any input: see ``_quiet``; nothing compacted.
-
-        Returns the plain list the transcript then keeps.
-        """
-        self._quiet = True
-        self._shot_list = []
-        self._plain_log = self.transcript.keep_plain()
-        return self._plain_log
-
-    def _log(self, entry: dict[str, Any], rebuild: Rebuild | None = None) -> None:
-        if self._plain_log is not None:
-            self._plain_log.append(entry)
-        else:
-            self.transcript.append(entry, rebuild)
+    def _log(self, entry: dict[str, Any], rebuild: Any = None) -> None:
+        self.transcript.append(entry, rebuild)
 
     def _add_shot(self, shot: Shot, verdict: Verdict) -> None:
         self._shot_count += 1
@@ -168,12 +248,12 @@ class Game:
             return Shot(n, e["seat"], (parse_cell(e["at"], r.rows, r.cols),), radar=True)
         return Shot(n, e["seat"], tuple(parse_cell(c, r.rows, r.cols) for c in e["cells"]))
 
-    def _end(self, outcome: Outcome) -> list[Event]:
+    def _end(self, outcome: Outcome) -> list[GameEvent]:
         self._reveal_shots = None
         self.phase = Phase.OVER
         self.outcome = outcome
         self.pending = None
-        return [Event("over", outcome=outcome)]
+        return [GameOver(outcome)]
 
     def deadline(self) -> tuple[Deadline, int] | None:
         """The clock that should run now and its length in seconds, or ``None``.
@@ -215,9 +295,9 @@ class Game:
 
     # -- setup -----------------------------------------------------------------------------------
 
-    def commit(self, seat: int, commitment: Commitment) -> list[Event]:
-        """``seat`` commits to its fleet. Refused if already committed, malformed or mirrored."""
-        self._allow("commit")
+    def _commit(self, inp: Commit) -> list[GameEvent]:
+        # Refused if already committed, malformed or mirrored.
+        seat, commitment = inp.seat, inp.commitment
         self._seat(seat)
         if self.commitments[seat] is not None:
             raise Refused(ErrorCode.ALREADY_COMMITTED, f"seat {seat} has committed already")
@@ -230,35 +310,31 @@ class Game:
         self.commitments[seat] = commitment
         root = commitment.root(self.ctx[seat])
         self.roots[seat] = root
-        self._log(
-            {"in": "commit", "seat": seat, "commitment": commitment.to_dict()},
-            _Rebuild(_commit_entry, seat, commitment),
-        )
-        return [Event("committed", seat=seat, data={"root": root}), *self._maybe_start()]
+        # The commitment is kept anyway: the transcript rebuilds the entry from the input.
+        self._log(inp.entry(), inp.entry)
+        return [Committed(seat, root), *self._maybe_start()]
 
-    def set_first(self, seat: int) -> list[Event]:
-        """Who fires first (from the lot or the match's rule); may come before or after commits."""
-        self._allow("set_first")
-        self._seat(seat)
+    def _set_first(self, inp: SetFirst) -> list[GameEvent]:
+        # From the lot or the match's rule; may come before or after the commits.
+        self._seat(inp.seat)
         if self.first is not None:
             raise Refused(ErrorCode.WRONG_PHASE, "the first player is already decided")
-        self.first = seat
-        self._log({"in": "set_first", "seat": seat})
+        self.first = inp.seat
+        self._log(inp.entry())
         return self._maybe_start()
 
-    def _maybe_start(self) -> list[Event]:
+    def _maybe_start(self) -> list[GameEvent]:
         if self.first is None or None in self.commitments:
             return []
         self.phase = Phase.FIRING
         self.turn = self.first
-        return [Event("firing", seat=self.first)]
+        return [FiringBegan(self.first)]
 
     # -- firing ----------------------------------------------------------------------------------
 
-    def fire(self, seat: int, cells: list[Cell], member: int = 0) -> list[Event]:
-        """``seat`` (team member ``member``) calls ``cells``: one cell, or a whole salvo at once."""
-        self._allow("fire")
-        self._check_mover(seat, member)
+    def _fire(self, inp: Fire) -> list[GameEvent]:
+        seat, cells = inp.seat, inp.cells
+        self._check_mover(seat, inp.member)
         r = self.rules
         target = self.boards[1 - seat]
         want = self.shot_count(seat)
@@ -282,22 +358,20 @@ class Game:
         if repeated is not None:
             # 002 strict play: a repeated single call wastes the turn; otherwise it is re-chosen.
             if r.repeat is RepeatShot.WASTED and not r.is_salvo:
-                self._log(
-                    {"in": "fire", "seat": seat, "member": member, "cells": [repeated.label()]}
-                )
+                self._log(inp.entry())
                 return self._lose_shot(seat, "repeat")
             raise Refused(ErrorCode.ALREADY_FIRED, f"{repeated.label()} was fired at already")
         self.expiries[seat] = 0
-        self._log({"in": "fire", "seat": seat, "member": member, "cells": list(map(_label, cells))})
-        shot = Shot(self._shot_count + 1, seat, tuple(cells))
+        self._log(inp.entry())
+        shot = Shot(self._shot_count + 1, seat, cells)
         self.pending = shot
         self.phase = _ANSWER
-        return [] if self._quiet else [Event("shot", seat=seat, shot=shot)]
+        return [ShotCalled(shot)]
 
-    def radar(self, seat: int, top_left: Cell, member: int = 0) -> list[Event]:
-        """``seat`` scans the radar area at ``top_left`` instead of firing (once per game)."""
-        self._allow("radar")
-        self._check_mover(seat, member)
+    def _radar(self, inp: Radar) -> list[GameEvent]:
+        # Instead of firing, once per game.
+        seat, top_left = inp.seat, inp.at
+        self._check_mover(seat, inp.member)
         r = self.rules
         if not r.radar:
             raise Refused(ErrorCode.RADAR_NOT_ALLOWED, "these rules have no radar")
@@ -306,12 +380,12 @@ class Game:
         if not all(c.on(r.rows, r.cols) for c in radar_cells(r, top_left)):
             raise Refused(ErrorCode.OFF_BOARD, "the radar area must lie on the board")
         self.expiries[seat] = 0
-        self._log({"in": "radar", "seat": seat, "member": member, "at": top_left.label()})
+        self._log(inp.entry())
         shot = Shot(self._shot_count + 1, seat, (top_left,), radar=True)
         self.boards[1 - seat].radar_used = True
         self.pending = shot
         self.phase = _ANSWER
-        return [Event("shot", seat=seat, shot=shot)]
+        return [ShotCalled(shot)]
 
     def _check_mover(self, seat: int, member: int) -> None:
         self._seat(seat)
@@ -320,28 +394,19 @@ class Game:
         if member != self.caller(seat):
             raise Refused(ErrorCode.NOT_CALLER, f"team member {self.caller(seat)} calls this turn")
 
-    def _lose_shot(self, seat: int, why: str) -> list[Event]:
+    def _lose_shot(self, seat: int, why: str) -> list[GameEvent]:
         self.shots_taken[seat] += 1
-        self.turn = 1 - seat
+        self.turn = nxt = 1 - seat
         self.phase = Phase.FIRING
-        return [Event("shot_lost", seat=seat, data={"why": why, "next": self.turn})]
+        return [ShotLost(seat, why, nxt)]
 
     # -- verdicts --------------------------------------------------------------------------------
 
-    def answer(
-        self, seat: int, verdict: Verdict, *, wire: dict[str, Any] | None = None
-    ) -> list[Event]:
-        """The defender ``seat`` answers the pending shot.
-
-        A verdict of the wrong shape is refused (the defender may send it again). A verdict whose
-        openings do not match the commitment, or contradict what it says, loses the game at once.
-
-        ``wire`` is the map ``verdict`` was parsed from with :meth:`Verdict.from_dict`, if the
-        caller has it: the transcript then logs that map instead of building
-        ``verdict.to_dict()`` again. The two are equal for every map ``from_dict`` accepts from a
-        msgpack decoder; the caller must not change ``wire`` afterwards.
-        """
-        self._allow("answer")
+    def _answer(self, inp: Answer) -> list[GameEvent]:
+        # A verdict of the wrong shape is refused (the defender may send it again). A verdict
+        # whose openings do not match the commitment, or contradict what it says, loses the game
+        # at once.
+        seat, verdict = inp.seat, inp.verdict
         shot = self.pending
         assert shot is not None
         if seat != 1 - shot.seat:
@@ -353,9 +418,7 @@ class Game:
         check_shape(self.rules, shot, verdict)
         commitment = self.commitments[seat]
         assert commitment is not None
-        self._log(
-            {"in": "answer", "seat": seat, "verdict": verdict.to_dict() if wire is None else wire}
-        )
+        self._log(inp.entry())
         try:
             check_proofs(self.rules, commitment, self.ctx[seat], self.boards[seat], shot, verdict)
         except ProtocolError as e:
@@ -366,7 +429,7 @@ class Game:
             )
         return self._apply(shot, verdict)
 
-    def _apply(self, shot: Shot, v: Verdict) -> list[Event]:
+    def _apply(self, shot: Shot, v: Verdict) -> list[GameEvent]:
         r = self.rules
         seat = 1 - shot.seat
         board = self.boards[seat]
@@ -374,12 +437,12 @@ class Game:
         if self._shot_list is not None:
             self._shot_list.append((shot, v))
         self.pending = None
-        events: list[Event] = []
+        events: list[GameEvent] = []
         if shot.radar:
             self.shots_taken[shot.seat] += 1
             self.turn = seat
             self.phase = _FIRING
-            return [Event("verdict", seat=self.turn, shot=shot, verdict=v)]
+            return [VerdictGiven(shot, v, seat)]
         cols = r.cols
         fired = board.fired
         sinkings: list[tuple[Cell | None, SunkClaim]] = []
@@ -422,14 +485,14 @@ class Game:
             self.provisional = Outcome(shot.seat, EndReason.FLEET_SUNK)
             self.phase = Phase.REVEAL
             self.turn = None
-            events.append(Event("verdict", seat=None, shot=shot, verdict=v))
-            events.append(Event("reveal", outcome=self.provisional))
+            events.append(VerdictGiven(shot, v, None))
+            events.append(RevealDue(self.provisional))
             return events
         open_cells = self._cells - len(fired) - len(board.crossed)
         if open_cells < need - board.hits:
             # Fewer cells left to fire at than ship cells left to hit: the verdicts given so far
             # cannot all be true of a legal fleet. Waiting would only stall the game.
-            events.append(Event("verdict", seat=None, shot=shot, verdict=v))
+            events.append(VerdictGiven(shot, v, None))
             return events + self._end(
                 Outcome(
                     shot.seat,
@@ -441,10 +504,9 @@ class Game:
         again = r.hit_again and any_hit
         if not again:
             self.shots_taken[shot.seat] += 1
-        self.turn = shot.seat if again else seat
+        self.turn = nxt = shot.seat if again else seat
         self.phase = _FIRING
-        if not self._quiet:
-            events.append(Event("verdict", seat=self.turn, shot=shot, verdict=v))
+        events.append(VerdictGiven(shot, v, nxt))
         return events
 
     def _component(self, board: Board, start: Cell) -> list[Cell]:
@@ -462,13 +524,13 @@ class Game:
 
     # -- time, resignation, absence --------------------------------------------------------------
 
-    def expire(self, kind: Deadline) -> list[Event]:
-        """The clock ``kind`` ran out; apply the rules' consequence."""
-        self._allow("expire")
+    def _expire(self, inp: Expire) -> list[GameEvent]:
+        # The clock ran out: apply the rules' consequence.
+        kind = inp.clock
         now = self.deadline()
         if now is None or now[0] is not kind:
             raise Refused(ErrorCode.WRONG_PHASE, f"no {kind.value} clock is running")
-        self._log({"in": "expire", "clock": kind.value})
+        self._log(inp.entry())
         if kind is Deadline.SETUP:
             missing = [s for s in (0, 1) if self.commitments[s] is None]
             if len(missing) == 2:
@@ -511,36 +573,31 @@ class Game:
                 self.faults[s] = (EndReason.NO_REVEAL, f"seat {s} did not reveal its fleet")
         return self._finish()
 
-    def resign(self, seat: int) -> list[Event]:
-        """``seat`` gives up: the opponent wins."""
-        self._allow("resign")
+    def _resign(self, inp: Resign) -> list[GameEvent]:
+        seat = inp.seat  # gives up: the opponent wins
         self._seat(seat)
-        self._log({"in": "resign", "seat": seat})
+        self._log(inp.entry())
         return self._end(Outcome(1 - seat, EndReason.RESIGNED, f"seat {seat} resigned"))
 
-    def abandon(self, seat: int) -> list[Event]:
-        """``seat`` stayed away beyond the disconnect grace period: the opponent wins."""
-        self._allow("abandon")
+    def _abandon(self, inp: Abandon) -> list[GameEvent]:
+        seat = inp.seat  # stayed away beyond the disconnect grace period: the opponent wins
         self._seat(seat)
-        self._log({"in": "abandon", "seat": seat})
+        self._log(inp.entry())
         return self._end(Outcome(1 - seat, EndReason.ABANDONED, f"seat {seat} left the game"))
 
     # -- the reveal ------------------------------------------------------------------------------
 
-    def reveal(self, seat: int, reveal: Reveal) -> list[Event]:
-        """``seat`` reveals its fleet and secret; every verdict it gave is checked against it."""
-        self._allow("reveal")
+    def _reveal(self, inp: RevealFleet) -> list[GameEvent]:
+        # Every verdict the seat gave is checked against its fleet.
+        seat, reveal = inp.seat, inp.reveal
         self._seat(seat)
         if self.reveals[seat] is not None or self.faults[seat] is not None:
             raise Refused(ErrorCode.WRONG_PHASE, f"seat {seat} has revealed already")
-        self._log(
-            {"in": "reveal", "seat": seat, "reveal": reveal.to_dict()},
-            _Rebuild(_reveal_entry, seat, reveal),
-        )
+        self._log(inp.entry(), inp.entry)
         self.reveals[seat] = reveal
         self.faults[seat] = self.check_reveal(seat, reveal)
         fault = self.faults[seat]
-        events = [Event("revealed", seat=seat, data={"fault": fault[1] if fault else None})]
+        events: list[GameEvent] = [Revealed(seat, reveal, fault[1] if fault else None)]
         if all(self.reveals[s] is not None or self.faults[s] is not None for s in (0, 1)):
             events += self._finish()
         return events
@@ -564,7 +621,7 @@ class Game:
         lie = first_lie(r, shots, seat, occ)
         return (EndReason.FALSE_VERDICT, lie) if lie else None
 
-    def _finish(self) -> list[Event]:
+    def _finish(self) -> list[GameEvent]:
         f0, f1 = self.faults
         if f0 and f1:
             return self._end(Outcome(None, EndReason.BOTH_AT_FAULT, f"{f0[1]}; {f1[1]}"))

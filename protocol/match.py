@@ -19,8 +19,10 @@ __all__ = ["Match"]
 class Match:
     """A series of games between seats 0 and 1 under one rule set."""
 
-    def __init__(self, rules: RuleSet, match_id: bytes) -> None:
+    def __init__(self, rules: RuleSet, match_id: bytes, *, compact: bool = True) -> None:
+        """A match before its first game; ``compact`` is passed to every :class:`Game`."""
         self.rules = rules
+        self.compact = compact
         self.match_id = match_id
         self.games: list[Game] = []
         self.scores = [0, 0]
@@ -62,9 +64,7 @@ class Match:
         if self.games and self.games[-1].phase is not Phase.OVER:
             raise Refused(ErrorCode.WRONG_PHASE, "the current game is not over")
         ruled = self.next_first()
-        g = Game(
-            self.rules, self.match_id, len(self.games) + 1, ruled if ruled is not None else None
-        )
+        g = Game(self.rules, self.match_id, len(self.games) + 1, ruled, compact=self.compact)
         if ruled is None and first is not None:
             g.set_first(first)
         self.games.append(g)

@@ -28,7 +28,6 @@ Theory of operation (``spec/protocol.md`` section "Records"):
 
 from __future__ import annotations
 
-import functools
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -39,13 +38,11 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from .canonical import canonical, canonical_pack
-from .commit import Commitment, Reveal
 from .errors import ErrorCode, LocalProtocolError, ProtocolError
-from .game import Deadline, Game, Phase
-from .grid import parse_cell
+from .game import Game, Phase
+from .inputs import input_from_entry
 from .match import Match
 from .rules import BadRules, rules_from_dict
-from .verdict import Verdict
 
 __all__ = [
     "RECORD_VERSION",
@@ -431,99 +428,6 @@ def _check_signatures(
     return out
 
 
-def _seat(e: dict[str, Any]) -> int:
-    s = e["seat"]
-    if type(s) is int:
-        return s
-    if not _is_int(s):
-        raise RecordError("seat is an integer")
-    return int(s)
-
-
-def _member(e: dict[str, Any]) -> int:
-    m = e["member"]
-    if type(m) is int:
-        return m
-    if not _is_int(m):
-        raise RecordError("member is an integer")
-    return int(m)
-
-
-_ENTRY_KEYS: dict[str, frozenset[str]] = {
-    "commit": frozenset({"in", "seat", "commitment"}),
-    "set_first": frozenset({"in", "seat"}),
-    "fire": frozenset({"in", "seat", "member", "cells"}),
-    "radar": frozenset({"in", "seat", "member", "at"}),
-    "answer": frozenset({"in", "seat", "verdict"}),
-    "expire": frozenset({"in", "clock"}),
-    "resign": frozenset({"in", "seat"}),
-    "abandon": frozenset({"in", "seat"}),
-    "reveal": frozenset({"in", "seat", "reveal"}),
-}
-
-
-# Parsing a label is most of the cost of replaying a shot; a grid has few labels.
-_cell = functools.lru_cache(maxsize=4096)(parse_cell)
-
-
-def _shows_ship(v: Verdict) -> bool:
-    if v.sunk and any(claim.opening is not None for claim in v.sunk):
-        return True
-    return any(res.sunk is not None and res.sunk.opening is not None for res in v.results)
-
-
-def _apply(g: Game, e: dict[str, Any]) -> None:
-    """Feed one transcript entry to ``g`` as the referee did."""
-    kind = e.get("in")
-    if not isinstance(kind, str) or kind not in _ENTRY_KEYS:
-        raise RecordError(f"unknown input {kind!r}")
-    if e.keys() != _ENTRY_KEYS[kind]:
-        raise RecordError(f"a {kind} entry is {{{', '.join(sorted(_ENTRY_KEYS[kind]))}}}")
-    r = g.rules
-    # The two entries of every shot first.
-    if kind == "fire":
-        cells = e["cells"]
-        single = type(cells) is list and len(cells) == 1 and type(cells[0]) is str
-        if not single and (
-            not isinstance(cells, list) or not all(isinstance(c, str) for c in cells)
-        ):
-            raise RecordError("cells is a list of cell labels")
-        seat = _seat(e)
-        if single:
-            called = [_cell(cells[0], r.rows, r.cols)]
-        else:
-            called = [_cell(c, r.rows, r.cols) for c in cells]
-        g.fire(seat, called, _member(e))
-    elif kind == "answer":
-        seat, wire = _seat(e), e["verdict"]
-        verdict = Verdict.from_dict(wire)
-        # The game logs the recorded map itself rather than verdict.to_dict(), which would equal
-        # it: from_dict accepts exact types only and to_dict gives them back, so the check in
-        # _replay_game stays the same check. The exception is a shown ship, whose placement
-        # from_dict also accepts as a tuple (to_dict gives a list): those verdicts are rebuilt.
-        g.answer(seat, verdict, wire=None if _shows_ship(verdict) else wire)
-    elif kind == "commit":
-        g.commit(_seat(e), Commitment.from_dict(e["commitment"]))
-    elif kind == "set_first":
-        g.set_first(_seat(e))
-    elif kind == "radar":
-        if not isinstance(e["at"], str):
-            raise RecordError("at is a cell label")
-        g.radar(_seat(e), _cell(e["at"], r.rows, r.cols), _member(e))
-    elif kind == "expire":
-        try:
-            clock = Deadline(e["clock"])
-        except ValueError:
-            raise RecordError(f"unknown clock {e['clock']!r}") from None
-        g.expire(clock)
-    elif kind == "resign":
-        g.resign(_seat(e))
-    elif kind == "abandon":
-        g.abandon(_seat(e))
-    else:
-        g.reveal(_seat(e), Reveal.from_dict(e["reveal"]))
-
-
 def _same(a: Any, b: Any) -> bool:
     # Python equates True with 1; the canonical bytes (and so the signatures) do not.
     return _pack(a) == _pack(b)
@@ -556,11 +460,12 @@ def _replay_game(
         problems.append(f"transcript_invalid: game {number}: {e.detail}")
         summary.ok, summary.reason = False, problems[-1]
         return summary, False
-    logged = g._replaying()  # the replay reads the game's state, never its events
+    logged = g.transcript
+    rules = m.rules
     ended = 0
     for j, entry in enumerate(gd["transcript"], 1):
         try:
-            _apply(g, entry)
+            g.feed(input_from_entry(entry, rules))
             # The game logs exactly what it accepted: anything else in the record is not what
             # the referee's game saw, even when it parses to the same input.
             if logged[-1] != entry:
@@ -628,7 +533,7 @@ def verify_record(signed: Any) -> VerifyReport:
     else:
         if rules.to_dict() != rec["rules"]:
             problems.append("bad_rules: the rules are not in their full canonical form")
-        m = Match(rules, rec["match"])
+        m = Match(rules, rec["match"], compact=False)
         for number, gd in enumerate(rec["games"], 1):
             summary, go_on = _replay_game(m, gd, number, problems)
             games.append(summary)

@@ -14,7 +14,7 @@ The renderers are pure functions of the code: no clock, no randomness, no I/O.
 
 Where the code holds a fact only as behaviour (the phase a game input leads to, what an error code
 means), this module keeps it in a table that is checked against the code's own table, so that a
-change to ``game.TRANSITIONS`` or ``ErrorCode`` fails loudly until the spec is updated too.
+change to ``state.TRANSITIONS`` or ``ErrorCode`` fails loudly until the spec is updated too.
 """
 
 from __future__ import annotations
@@ -45,8 +45,8 @@ from .commit import (
 )
 from .errors import ErrorCode
 from .fleet import Fleet
-from .game import TRANSITIONS, Phase
 from .rules import PRESETS, RuleSet
+from .state import TRANSITIONS, Phase, accepted
 
 __all__ = [
     "SECTIONS",
@@ -72,7 +72,7 @@ _DIR_LABEL = {
     messages.Dir.BOTH: "both",
 }
 
-#: Which game input (a key of ``game.TRANSITIONS``) a wire message feeds, if any.
+#: Which game input (a key of ``state.TRANSITIONS``) a wire message feeds, if any.
 GAME_INPUTS: dict[str, str] = {
     "commit": "commit",
     "place": "commit",
@@ -129,7 +129,7 @@ def _valid_in(tag: str) -> str:
     where = "`ready`"
     name = GAME_INPUTS.get(tag)
     if name is not None:
-        phases = [p.value for p in Phase if name in TRANSITIONS[p]]
+        phases = [p.value for p in Phase if name in accepted(p)]
         where += "; game phase " + ", ".join(f"`{p}`" for p in phases)
     return where
 
@@ -249,66 +249,13 @@ def error_table() -> str:
 
 # -- the game's state machine ---------------------------------------------------------------------
 
-#: Where each (phase, input) pair of ``game.TRANSITIONS`` can lead, and when. Checked against the
-#: table itself: an input added to or removed from TRANSITIONS stops generation until it is here.
-EDGES: dict[tuple[Phase, str], tuple[tuple[Phase, str], ...]] = {
-    (Phase.SETUP, "commit"): (
-        (Phase.SETUP, "a fleet is committed; the other fleet or the first player is missing"),
-        (Phase.FIRING, "both fleets committed and the first player known"),
-    ),
-    (Phase.SETUP, "set_first"): (
-        (Phase.SETUP, "the first player is known; a fleet is missing"),
-        (Phase.FIRING, "both fleets were committed already"),
-    ),
-    (Phase.SETUP, "expire"): ((Phase.OVER, "setup clock: `setup_timeout` or `nobody_placed`"),),
-    (Phase.SETUP, "resign"): ((Phase.OVER, "`resigned`"),),
-    (Phase.SETUP, "abandon"): ((Phase.OVER, "`abandoned`"),),
-    (Phase.FIRING, "fire"): (
-        (Phase.ANSWER, "the shot is accepted; the defender owes a verdict"),
-        (Phase.FIRING, "a repeated single shot under `repeat=wasted`: the turn passes"),
-    ),
-    (Phase.FIRING, "radar"): ((Phase.ANSWER, "the scan is accepted"),),
-    (Phase.FIRING, "expire"): (
-        (Phase.FIRING, "shot clock: the shot is lost, the turn passes"),
-        (Phase.OVER, "`max_expiries` in a row: `shot_timeouts`"),
-    ),
-    (Phase.FIRING, "resign"): ((Phase.OVER, "`resigned`"),),
-    (Phase.FIRING, "abandon"): ((Phase.OVER, "`abandoned`"),),
-    (Phase.ANSWER, "answer"): (
-        (Phase.FIRING, "the verdict is proved; the next mover fires"),
-        (Phase.REVEAL, "the last ship cell was hit"),
-        (
-            Phase.OVER,
-            "an opening is false, or the verdicts leave too few open cells (`false_proof`)",
-        ),
-    ),
-    (Phase.ANSWER, "expire"): ((Phase.OVER, "answer clock: `no_answer`"),),
-    (Phase.ANSWER, "resign"): ((Phase.OVER, "`resigned`"),),
-    (Phase.ANSWER, "abandon"): ((Phase.OVER, "`abandoned`"),),
-    (Phase.REVEAL, "reveal"): (
-        (Phase.REVEAL, "one fleet revealed, the other still owed"),
-        (Phase.OVER, "both revealed: the provisional winner, or a fault decides"),
-    ),
-    (Phase.REVEAL, "expire"): ((Phase.OVER, "reveal clock: a missing reveal is `no_reveal`"),),
-}
-
-
-def _check_edges() -> None:
-    table = {(p, i) for p, inputs in TRANSITIONS.items() for i in inputs}
-    if table != set(EDGES):
-        extra = sorted(f"{p.value}/{i}" for p, i in set(EDGES) - table)
-        lacking = sorted(f"{p.value}/{i}" for p, i in table - set(EDGES))
-        raise KeyError(f"specgen.EDGES is out of date: lacks {lacking}, has extra {extra}")
-
-
 def game_states() -> str:
-    """The game's phases as a mermaid state diagram and a table, from ``game.TRANSITIONS``."""
-    _check_edges()
+    """The game's phases as a mermaid state diagram and a table, from ``state.TRANSITIONS``."""
     lines = ["```mermaid", "stateDiagram-v2", f"    [*] --> {Phase.SETUP.value}"]
     for phase in Phase:
         targets: dict[Phase, list[str]] = {}
-        for inp in sorted(TRANSITIONS[phase]):
-            for dst, _ in EDGES[(phase, inp)]:
+        for inp in sorted(accepted(phase)):
+            for dst, _ in TRANSITIONS[(phase, inp)]:
                 names = targets.setdefault(dst, [])
                 if inp not in names:
                     names.append(inp)
@@ -320,14 +267,14 @@ def game_states() -> str:
     lines.append("| Phase | Input | Next phase | When |")
     lines.append("|---|---|---|---|")
     for phase in Phase:
-        inputs = sorted(TRANSITIONS[phase])
+        inputs = sorted(accepted(phase))
         if not inputs:
             lines.append(
                 f"| `{phase.value}` | (none) | - | the game is over; every input is "
                 "refused with `GAME_OVER` |"
             )
         for inp in inputs:
-            for dst, when in EDGES[(phase, inp)]:
+            for dst, when in TRANSITIONS[(phase, inp)]:
                 lines.append(f"| `{phase.value}` | `{inp}` | `{dst.value}` | {when} |")
     lines.append("")
     lines.append(

@@ -1,4 +1,4 @@
-"""The vocabulary of a game: phases, clocks, end reasons, outcomes, events, boards, transitions.
+"""The vocabulary of a game: phases, clocks, end reasons, outcomes, boards, the transition table.
 
 Kept apart from :mod:`.game` so that the state machine's module holds only its inputs.
 """
@@ -13,16 +13,16 @@ from typing import Any
 
 from .grid import Cell
 from .rules import RuleSet
-from .verdict import Result, Shot, Verdict
+from .verdict import Result
 
 __all__ = [
     "TRANSITIONS",
     "Board",
     "Deadline",
     "EndReason",
-    "Event",
     "Outcome",
     "Phase",
+    "accepted",
 ]
 
 
@@ -76,33 +76,60 @@ class Outcome:
         return {"winner": self.winner, "reason": self.reason.value, "detail": self.detail}
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
-    """Something that happened, for the shell to tell the players (and to log).
+# -- the transition table -------------------------------------------------------------------------
+# Input names are the ``in`` of transcript entries (:class:`.inputs.Input`); they are spelled out
+# here, not imported, so that this vocabulary module stays below the inputs that use it.
 
-    ``kind`` is one of: ``committed``, ``firing`` (firing begins; ``seat`` moves first),
-    ``shot`` (``shot`` called; the defender owes a verdict), ``verdict`` (``shot`` answered by
-    ``verdict``; ``seat`` moves next), ``shot_lost`` (``seat``'s shot was lost: clock or repeat;
-    ``data["next"]`` moves next), ``reveal`` (the fleet was sunk; both must reveal), ``revealed``
-    (``seat`` revealed), ``over`` (``outcome``).
-    """
-
-    kind: str
-    seat: int | None = None
-    shot: Shot | None = None
-    verdict: Verdict | None = None
-    outcome: Outcome | None = None
-    data: dict[str, Any] | None = None
-
-
-#: Which inputs each phase accepts. Everything else is refused with WRONG_PHASE.
-TRANSITIONS: dict[Phase, frozenset[str]] = {
-    Phase.SETUP: frozenset({"commit", "set_first", "expire", "resign", "abandon"}),
-    Phase.FIRING: frozenset({"fire", "radar", "expire", "resign", "abandon"}),
-    Phase.ANSWER: frozenset({"answer", "expire", "resign", "abandon"}),
-    Phase.REVEAL: frozenset({"reveal", "expire"}),
-    Phase.OVER: frozenset(),
+#: Every edge of the game's state machine: (phase, input) -> the phases that input may lead to,
+#: each with when it does. An input the table lacks in a phase is refused (``WRONG_PHASE``, or
+#: ``GAME_OVER`` once over); an input that would lead anywhere else is a bug in the core, refused
+#: by :meth:`.game.Game.feed` before its effects can be seen. The spec's state diagram is
+#: generated from this table.
+TRANSITIONS: dict[tuple[Phase, str], tuple[tuple[Phase, str], ...]] = {
+    (Phase.SETUP, "commit"): (
+        (Phase.SETUP, "a fleet is committed; the other fleet or the first player is missing"),
+        (Phase.FIRING, "both fleets committed and the first player known"),
+    ),
+    (Phase.SETUP, "set_first"): (
+        (Phase.SETUP, "the first player is known; a fleet is missing"),
+        (Phase.FIRING, "both fleets were committed already"),
+    ),
+    (Phase.SETUP, "expire"): ((Phase.OVER, "setup clock: `setup_timeout` or `nobody_placed`"),),
+    (Phase.SETUP, "resign"): ((Phase.OVER, "`resigned`"),),
+    (Phase.SETUP, "abandon"): ((Phase.OVER, "`abandoned`"),),
+    (Phase.FIRING, "fire"): (
+        (Phase.ANSWER, "the shot is accepted; the defender owes a verdict"),
+        (Phase.FIRING, "a repeated single shot under `repeat=wasted`: the turn passes"),
+    ),
+    (Phase.FIRING, "radar"): ((Phase.ANSWER, "the scan is accepted"),),
+    (Phase.FIRING, "expire"): (
+        (Phase.FIRING, "shot clock: the shot is lost, the turn passes"),
+        (Phase.OVER, "`max_expiries` in a row: `shot_timeouts`"),
+    ),
+    (Phase.FIRING, "resign"): ((Phase.OVER, "`resigned`"),),
+    (Phase.FIRING, "abandon"): ((Phase.OVER, "`abandoned`"),),
+    (Phase.ANSWER, "answer"): (
+        (Phase.FIRING, "the verdict is proved; the next mover fires"),
+        (Phase.REVEAL, "the last ship cell was hit"),
+        (
+            Phase.OVER,
+            "an opening is false, or the verdicts leave too few open cells (`false_proof`)",
+        ),
+    ),
+    (Phase.ANSWER, "expire"): ((Phase.OVER, "answer clock: `no_answer`"),),
+    (Phase.ANSWER, "resign"): ((Phase.OVER, "`resigned`"),),
+    (Phase.ANSWER, "abandon"): ((Phase.OVER, "`abandoned`"),),
+    (Phase.REVEAL, "reveal"): (
+        (Phase.REVEAL, "one fleet revealed, the other still owed"),
+        (Phase.OVER, "both revealed: the provisional winner, or a fault decides"),
+    ),
+    (Phase.REVEAL, "expire"): ((Phase.OVER, "reveal clock: a missing reveal is `no_reveal`"),),
 }
+
+
+def accepted(phase: Phase) -> frozenset[str]:
+    """The inputs ``phase`` accepts (those with an edge out of it)."""
+    return frozenset(i for p, i in TRANSITIONS if p is phase)
 
 
 #: The crossed-out cells of a board that has none (most boards: only some rules cross out).

@@ -384,10 +384,7 @@ class Lobby:
         seat = ref.seat_of(peer)
         if seat is None:
             raise Refused(ErrorCode.NOT_ALLOWED, "you do not play in this match")
-        ref.seats[seat].left = True
-        g = ref.game
-        if g is not None and g.phase.value in ("setup", "firing", "answer"):
-            ref.apply(g.resign(seat))
+        ref.leave(seat)
         return {"match": msg.match}
 
     async def _watch(self, peer: Peer, msg: m.Watch) -> dict[str, Any] | None:
@@ -496,7 +493,7 @@ class Lobby:
             if seat.peer is not None and not seat.peer.connected:
                 # The peer left while the match was being stored: it starts absent, so its grace
                 # period runs instead of the match waiting on a connection that is gone.
-                seat.peer, seat.gone_at = None, trio.current_time()
+                seat.peer = None
         ref = Referee(
             match_id=mid,
             rules=rules,

@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 from seabattle.protocol.commit import CellOpening, Committed, Reveal
 from seabattle.protocol.errors import ErrorCode, Refused, RemoteProtocolError
 from seabattle.protocol.fleet import Fleet, random_fleet
-from seabattle.protocol.game import Deadline, EndReason, Event, Game, Outcome, Phase
+from seabattle.protocol.game import Deadline, EndReason, Game, Outcome, Phase
 from seabattle.protocol.grid import Cell, parse_cell
+from seabattle.protocol.inputs import GameEvent, GameOver, ShotCalled, ShotLost, VerdictGiven
 from seabattle.protocol.rules import (
     PRESETS,
     RepeatShot,
@@ -92,15 +93,14 @@ def turn(
     ds: list[Defender],
     cells: list[Cell],
     answer: Answerer | None = None,
-) -> list[Event]:
+) -> list[GameEvent]:
     """The side to move fires ``cells``; the defender answers (honestly unless ``answer``)."""
     s = g.turn
     assert s is not None
     events = g.fire(s, cells, g.caller(s))
-    if events[0].kind != "shot":
+    if not isinstance(events[0], ShotCalled):
         return events
     shot = events[0].shot
-    assert shot is not None
     verdict = answer(1 - s, shot) if answer else ds[1 - s].answer(shot)
     return g.answer(1 - s, verdict)
 
@@ -215,7 +215,8 @@ def test_honest_games_end_with_one_winner_and_every_rule_kept(
         hit = any(c.index(rules.cols) in ships[1 - s] for c in cells)
         if g.phase is Phase.FIRING:
             assert g.turn == (s if rules.hit_again and hit else 1 - s)
-            assert events[-1].kind == "verdict" and events[-1].seat == g.turn
+            last_event = events[-1]
+            assert isinstance(last_event, VerdictGiven) and last_event.next == g.turn
         for seat in (0, 1):
             board = g.boards[seat]
             assert board.hits <= rules.fleet_cells
@@ -249,7 +250,7 @@ def test_a_false_miss_with_a_forged_opening_loses_at_once(rng: random.Random, na
         )
 
     events = turn(g, ds, [cell(g.rules, i)], forged)
-    assert events[-1].kind == "over"
+    assert isinstance(events[-1], GameOver)
     assert g.outcome is not None
     assert (g.outcome.winner, g.outcome.reason) == (0, EndReason.FALSE_PROOF)
     assert "does not match the commitment" in g.outcome.detail
@@ -451,8 +452,10 @@ def test_000_a_sinking_crosses_out_the_whole_border_and_a_miss_passes() -> None:
     g, ds = start(RUSSIAN, random.Random(0), fleets=(RUSSIAN_FLEET, RUSSIAN_FLEET))
     for label in ("F1", "G1", "H1"):
         events = turn(g, ds, at(RUSSIAN, label))
-    verdict = events[-1].verdict
-    assert verdict is not None and verdict.results[0].result is Result.SUNK
+    given = events[-1]
+    assert isinstance(given, VerdictGiven)
+    verdict = given.verdict
+    assert verdict.results[0].result is Result.SUNK
     board = g.boards[1]
     # "A ship of three sunk across the top, the whole border round it crossed out"
     assert board.crossed == indices(RUSSIAN, "E1", "I1", "E2", "F2", "G2", "H2", "I2")
@@ -534,7 +537,7 @@ def test_004_shot_clock_loses_the_shot_and_repeated_expiry_forfeits() -> None:
     g, ds = start(rules, random.Random(2))
     assert g.deadline() == (Deadline.SHOT, 30)
     events = g.expire(Deadline.SHOT)
-    assert events == [Event("shot_lost", seat=0, data={"why": "clock", "next": 1})]
+    assert events == [ShotLost(0, "clock", 1)]
     assert g.turn == 1 and len(g.shots) == 0
     turn(g, ds, open_targets(g, 1)[:1])
     g.expire(Deadline.SHOT)  # 0's second in a row
@@ -572,8 +575,9 @@ def test_002_salvo_of_one_shot_per_ship_afloat() -> None:
         at(rules, "J10", "J10", "J9", "J8", "J7"),
     )
     events = turn(g, ds, at(rules, "A5", "B5", "J8", "J9", "J10"))  # sinks the Destroyer
-    verdict = events[-1].verdict
-    assert verdict is not None
+    given = events[-1]
+    assert isinstance(given, VerdictGiven)
+    verdict = given.verdict
     assert [r.result for r in verdict.results] == [
         Result.HIT,
         Result.SUNK,
@@ -627,7 +631,7 @@ def test_002_strict_play_a_repeat_wastes_the_turn() -> None:
     turn(g, ds, at(rules, "E5"))
     turn(g, ds, at(rules, "E5"))
     events = g.fire(0, at(rules, "E5"))
-    assert events == [Event("shot_lost", seat=0, data={"why": "repeat", "next": 1})]
+    assert events == [ShotLost(0, "repeat", 1)]
     assert g.turn == 1 and len(g.shots) == 2
 
 
@@ -708,10 +712,11 @@ def test_the_verdict_must_answer_the_pending_shot() -> None:
 
 def test_an_answer_logs_the_map_it_was_parsed_from() -> None:
     g, ds = start(preset("classic"), random.Random(3))
-    shot = g.fire(0, [cell(g.rules, 0)])[0].shot
-    assert shot is not None
+    called = g.fire(0, [cell(g.rules, 0)])[0]
+    assert isinstance(called, ShotCalled)
+    shot = called.shot
     wire = ds[1].answer(shot).to_dict()
     events = g.answer(1, Verdict.from_dict(wire), wire=wire)
-    assert [e.kind for e in events] == ["verdict"]
+    assert [type(e) for e in events] == [VerdictGiven]
     assert g.transcript[-1]["verdict"] is wire
     assert wire == g.shots[-1][1].to_dict()  # what it would have logged

@@ -22,6 +22,7 @@ from seabattle.protocol.errors import ErrorCode, RemoteProtocolError
 from seabattle.protocol.fleet import random_fleet
 from seabattle.protocol.game import Game, Phase
 from seabattle.protocol.grid import Cell
+from seabattle.protocol.inputs import ShotCalled, VerdictGiven
 from seabattle.protocol.rules import PRESETS, RepeatShot, RuleSet, SalvoReport, ShotMode, preset
 from seabattle.protocol.verdict import Defender, Shot, Verdict
 
@@ -116,10 +117,9 @@ def play(rules: RuleSet, seed: int, wire: bool) -> None:
                 cells = [Cell(*divmod(next(iter(b.fired)), cols))]  # loses the turn
             events = g.fire(s, cells, g.caller(s))
         log()
-        if events[0].kind != "shot":
+        if not isinstance(events[0], ShotCalled):
             continue
         shot = events[0].shot
-        assert shot is not None
         verdict = ds[1 - s].answer(shot)
         if wire:
             sent = over_the_wire(m.Answer(MID, 1, verdict.to_dict())).verdict
@@ -127,7 +127,7 @@ def play(rules: RuleSet, seed: int, wire: bool) -> None:
         else:
             events = g.answer(1 - s, verdict)
         log()
-        shots += [(e.shot, e.verdict) for e in events if e.kind == "verdict"]  # type: ignore[misc]
+        shots += [(e.shot, e.verdict) for e in events if isinstance(e, VerdictGiven)]
     for seat in (0, 1):
         g.reveal(seat, ds[seat].committed.reveal())
         log()

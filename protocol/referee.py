@@ -1,0 +1,530 @@
+"""The referee of one match, pure: messages and time in, messages out (``spec/protocol.md`` 5.6).
+
+Theory of operation. A :class:`Referee` is fed three kinds of input, each with the shell's current
+time ``now`` (seconds on any monotonic clock: the referee reads none of its own):
+
+* a message from a seat, :meth:`Referee.receive` (``commit``, ``place``, ``fire``, ``radar``,
+  ``answer``, ``reveal``, ``resign``), refused by raising :class:`~.errors.ProtocolError` with
+  nothing changed;
+* time, :meth:`Referee.tick`: the shell calls it once ``now`` reaches :attr:`Referee.wake_at`,
+  and the referee applies whatever time decided (a clock that ran out, a seat away beyond its
+  grace period);
+* presence, :meth:`Referee.seat_gone`, :meth:`Referee.seat_back`, :meth:`Referee.leave`.
+
+Each returns the :class:`Send` values to carry out, in order: a message and the audience it goes
+to (a bit set of :data:`SEAT0`, :data:`SEAT1`, :data:`SPECTATORS`). After each call
+:attr:`Referee.urgent` names the seat that waits for what was just sent (a called shot's defender,
+a verdict's shooter), for a shell that writes to it first, and :attr:`Referee.accepted` lists the
+game inputs (:mod:`.inputs`) the call fed to the game, for a shell that journals them.
+
+Every rule of refereed play lives here once: trust modes (*blind*: the players commit, answer and
+reveal, and every opening is checked; *custody*: the players hand over fleet and secret with
+``place`` and the referee answers and reveals for them), de-duplication of a resent shot by its
+``seq``, which input restarts which clock, abandonment (both gone: the one who left first forfeits;
+a player who left the match forfeits every game still to come), the lot (drawn from the secret the
+referee was given, or fed with :meth:`Referee.draw` where the players draw it themselves), and the
+sequence of games of a match.
+
+Replay. :meth:`Referee.feed` applies one game input as it stands, without the custody follow-ups
+(which are inputs of their own): feeding a fresh referee (made with ``lot=None``) the inputs of
+every game's transcript, in order, gives the same messages to every audience, byte for byte.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import math
+from collections.abc import Iterable
+from typing import Any, NamedTuple, assert_never
+
+from . import messages as m
+from .commit import Commitment, Committed, Reveal
+from .errors import ErrorCode, ProtocolError, Refused, RemoteProtocolError
+from .fleet import Fleet
+from .game import Game
+from .grid import Cell, parse_cell
+from .inputs import (
+    Abandon,
+    Answer,
+    Commit,
+    Expire,
+    Fire,
+    FiringBegan,
+    GameEvent,
+    GameInput,
+    GameOver,
+    Radar,
+    Resign,
+    RevealDue,
+    Revealed,
+    RevealFleet,
+    SetFirst,
+    ShotCalled,
+    ShotLost,
+    VerdictGiven,
+)
+from .inputs import (
+    Committed as CommittedEvent,
+)
+from .match import Match
+from .rules import RuleSet
+from .state import Deadline, Phase
+from .verdict import Defender, Verdict
+
+__all__ = [
+    "ALL",
+    "MODES",
+    "PLAYERS",
+    "SEAT0",
+    "SEAT1",
+    "SPECTATORS",
+    "Referee",
+    "Send",
+    "seat_bit",
+]
+
+#: The trust modes a referee plays.
+MODES = ("blind", "custody")
+
+SEAT0, SEAT1, SPECTATORS = 1, 2, 4
+PLAYERS = SEAT0 | SEAT1
+ALL = PLAYERS | SPECTATORS
+
+_ABANDONABLE = (Phase.SETUP, Phase.FIRING, Phase.ANSWER)
+_SETUP, _FIRING, _ANSWER, _OVER = Phase.SETUP, Phase.FIRING, Phase.ANSWER, Phase.OVER
+
+
+def seat_bit(seat: int) -> int:
+    """The audience of one seat."""
+    return SEAT0 if seat == 0 else SEAT1
+
+
+class Send(NamedTuple):
+    """Send ``msg`` to ``to``, a bit set of :data:`SEAT0`, :data:`SEAT1` and :data:`SPECTATORS`."""
+
+    to: int
+    msg: m.Message
+
+
+def lot(secret: bytes, game: int) -> int:
+    """The seat that fires first in ``game`` by the lot drawn from ``secret``."""
+    digest = hmac.new(secret, b"seabattle/v1/lot\x00" + game.to_bytes(4, "big"), hashlib.sha256)
+    return digest.digest()[0] & 1
+
+
+class Referee:
+    """Referees one match between two seats; see the module docstring."""
+
+    __slots__ = (
+        "_announced",
+        "_clock_key",
+        "_gone_at",
+        "_left",
+        "_lot",
+        "_out",
+        "_shot_seqs",
+        "accepted",
+        "clock",
+        "defenders",
+        "match",
+        "match_id",
+        "mode",
+        "players",
+        "rules",
+        "urgent",
+    )
+
+    def __init__(
+        self,
+        *,
+        match_id: bytes,
+        rules: RuleSet,
+        mode: str,
+        players: tuple[str, str],
+        lot: bytes | None,
+    ) -> None:
+        """A match about to start; ``lot`` is the secret the lot of each game is drawn from
+        (``None``: each lot is fed with :meth:`draw`, or comes as a ``set_first`` input)."""
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}")
+        self.match_id = match_id
+        self.rules = rules
+        self.mode = mode
+        self.players = players
+        self.match = Match(rules, match_id)
+        self._lot = lot
+        #: Custody mode: each seat's fleet under fire, answered for by the referee (per game).
+        self.defenders: list[Defender | None] | None = None
+        #: The running clock and the time it runs out.
+        self.clock: tuple[Deadline, float] | None = None
+        self._clock_key: tuple[Any, ...] | None = None
+        self._announced = 0  #: the last game whose ``game`` message went out
+        self._gone_at: list[float | None] = [None, None]
+        self._left = [False, False]
+        #: Seqs of the shots applied in the current game, by seat (seqs repeat only across games).
+        self._shot_seqs: tuple[set[int], set[int]] = (set(), set())
+        self._out: list[Send] = []
+        self.urgent: int | None = None
+        self.accepted: list[GameInput] = []
+
+    # -- what the shell reads -------------------------------------------------------------------
+
+    @property
+    def game(self) -> Game | None:
+        """The current (or last) game."""
+        return self.match.game
+
+    @property
+    def over(self) -> bool:
+        """Whether the match is over (the shell then signs and stores its record)."""
+        return self.match.over
+
+    @property
+    def wake_at(self) -> float:
+        """When the shell must call :meth:`tick` (``inf``: only an input can change anything)."""
+        at = self.clock[1] if self.clock else math.inf
+        g = self.match.game
+        if g is None or g.phase not in _ABANDONABLE:
+            # Absence only counts where the game can be abandoned; a missing reveal has its clock.
+            return at
+        grace = self.rules.clocks.grace
+        for s in (0, 1):
+            if self._left[s]:
+                return -math.inf
+            gone = self._gone_at[s]
+            if gone is not None and gone + grace < at:
+                at = gone + grace
+        return at
+
+    def view(self, now: float) -> dict[str, Any]:
+        """The public view of the match: the current game's view and the match score."""
+        g = self.match.game
+        view: dict[str, Any] = g.view() if g else {}
+        view.update(self.match.to_dict())
+        view["mode"] = self.mode
+        # SHOULD (6.6): a spectator gets no start, and reads the boards with these.
+        view["rules"] = self.rules.to_dict()
+        view["players"] = list(self.players)
+        if g is not None and None not in g.commitments:
+            # A client resuming mid-game checks the opponent's openings against these.
+            view["commitments"] = [c.to_dict() for c in g.commitments if c is not None]
+        if self.clock is not None:
+            kind, at = self.clock
+            view["clock"] = {"kind": kind.value, "left": max(0, math.ceil(at - now))}
+        return view
+
+    def start_message(self, seat: int) -> m.Start:
+        """The ``start`` message for ``seat``."""
+        return m.Start(self.match_id, seat, self.rules.to_dict(), self.mode, self.players)
+
+    def snapshot(self, seat: int | None, now: float) -> m.Snapshot:
+        """A ``snapshot`` for ``seat`` (``None``: a spectator)."""
+        return m.Snapshot(self.match_id, seat, self.view(now))
+
+    # -- inputs ---------------------------------------------------------------------------------
+
+    def start(self, now: float) -> list[Send]:
+        """Begin the match: each seat's ``start``, then the first game."""
+        self._begin()
+        self._put(SEAT0, self.start_message(0))
+        self._put(SEAT1, self.start_message(1))
+        self._next_game(now)
+        self._rearm(now)
+        return self._done(now)
+
+    def receive(self, seat: int, msg: m.Message, now: float) -> list[Send]:
+        """Apply one game message from ``seat``; raises :class:`ProtocolError` to refuse it."""
+        self._begin()
+        g = self.match.game
+        if self.match.over:
+            raise Refused(ErrorCode.GAME_OVER, "the match is over")
+        if g is None:
+            raise Refused(ErrorCode.WRONG_PHASE, "no game is running")
+        if getattr(msg, "game", g.number) != g.number:
+            raise Refused(ErrorCode.WRONG_PHASE, f"game {g.number} is being played")
+        r = self.rules
+        inp: GameInput
+        if isinstance(msg, m.Fire):
+            if msg.seq in self._shot_seqs[seat]:
+                return []  # a resend after a drop: it applied once already
+            inp = Fire(seat, msg.member, tuple(parse_cell(c, r.rows, r.cols) for c in msg.cells))
+        elif isinstance(msg, m.Answer):
+            self._need(self.mode == "blind", "custody mode: the referee answers")
+            # The transcript logs the map as received (it is what from_dict accepted, exactly).
+            inp = Answer(seat, Verdict.from_dict(msg.verdict), msg.verdict)
+        elif isinstance(msg, m.Radar):
+            if msg.seq in self._shot_seqs[seat]:
+                return []
+            inp = Radar(seat, msg.member, parse_cell(msg.at, r.rows, r.cols))
+        elif isinstance(msg, m.Commit):
+            self._need(self.mode == "blind", "custody mode: send 'place'")
+            inp = Commit(seat, Commitment.from_dict(msg.commitment))
+        elif isinstance(msg, m.Place):
+            self._need(self.mode == "custody", "blind mode: send 'commit'")
+            defender = self._place(g, seat, msg)
+            inp = Commit(seat, defender.committed.commitment)
+        elif isinstance(msg, m.RevealMsg):
+            self._need(self.mode == "blind", "custody mode: the referee reveals")
+            inp = RevealFleet(seat, Reveal.from_dict(msg.reveal))
+        elif isinstance(msg, m.Resign):
+            inp = Resign(seat)
+        else:
+            raise RemoteProtocolError(ErrorCode.UNEXPECTED_MESSAGE, f"{msg.TAG!r} is not a move")
+        events = g.feed(inp)  # raises to refuse: nothing has changed yet
+        if isinstance(msg, m.Fire | m.Radar):
+            self._shot_seqs[seat].add(msg.seq)
+        elif isinstance(msg, m.Place):
+            if self.defenders is None:
+                self.defenders = [None, None]
+            self.defenders[seat] = defender
+        try:
+            self._accepted(g, inp, events, now, act=True)
+        finally:
+            self._rearm(now)
+        return self._done(now)
+
+    def feed(self, inp: GameInput, now: float) -> list[Send]:
+        """Apply one game input as it stands (a replay of a transcript or journal)."""
+        self._begin()
+        g = self.match.game
+        if g is None or self.match.over:
+            raise Refused(ErrorCode.GAME_OVER, "the match is over")
+        events = g.feed(inp)
+        try:
+            self._accepted(g, inp, events, now, act=False)
+        finally:
+            self._rearm(now)
+        return self._done(now)
+
+    def draw(self, first: int, now: float) -> list[Send]:
+        """The lot of the current game, drawn by the players (peer play): ``first`` fires first."""
+        g = self.match.game
+        if g is None:
+            raise Refused(ErrorCode.WRONG_PHASE, "no game is running")
+        return self.feed(SetFirst(first), now)
+
+    def tick(self, now: float) -> list[Send]:
+        """Apply whatever time has decided by ``now``: a clock run out, a seat gone too long."""
+        self._begin()
+        g = self.match.game
+        if g is None or self.match.over:
+            return []
+        try:
+            if self.clock is not None and now >= self.clock[1]:
+                kind = self.clock[0]
+                self.clock, self._clock_key = None, None
+                try:
+                    inp: GameInput = Expire(kind)
+                    self._accepted(g, inp, g.feed(inp), now, act=True)
+                except ProtocolError:
+                    # The game refused what the clock decided: the clock stays stopped rather
+                    # than spin, and the refusal is the shell's to log.
+                    pass
+            g = self.match.game
+            if g is not None and g.phase in _ABANDONABLE:
+                grace = self.rules.clocks.grace
+                gone = [
+                    (self._gone_at[s] or 0.0, s)
+                    for s in (0, 1)
+                    if self._left[s]
+                    or (self._gone_at[s] is not None and now >= (self._gone_at[s] or 0.0) + grace)
+                ]
+                if gone:
+                    # Both gone: the one who left first forfeits.
+                    inp = Abandon(min(gone)[1])
+                    self._accepted(g, inp, g.feed(inp), now, act=True)
+        finally:
+            self._rearm(now)
+        return self._done(now)
+
+    def seat_gone(self, seat: int, now: float) -> list[Send]:
+        """``seat``'s connection ended: its grace period starts; the opponent is told."""
+        self._begin()
+        self._gone_at[seat] = now
+        if not self.match.over:
+            grace = self.rules.clocks.grace
+            self._put(seat_bit(1 - seat), m.OpponentStatus(self.match_id, seat, False, grace))
+        return self._done(now)
+
+    def seat_back(self, seat: int, now: float) -> list[Send]:
+        """``seat`` is played again: it gets ``start`` and a snapshot, the opponent is told."""
+        self._begin()
+        self._gone_at[seat] = None
+        self._put(seat_bit(seat), self.start_message(seat))
+        self._put(seat_bit(seat), self.snapshot(seat, now))
+        self._put(seat_bit(1 - seat), m.OpponentStatus(self.match_id, seat, True, 0))
+        return self._done(now)
+
+    def leave(self, seat: int, now: float) -> list[Send]:
+        """``seat`` left the match: it resigns the game in play and forfeits every later one."""
+        self._left[seat] = True
+        g = self.match.game
+        if g is None or self.match.over or g.phase is _OVER:
+            return []
+        try:
+            return self.feed(Resign(seat), now)
+        except ProtocolError:
+            return self._done(now)  # nothing to resign (the reveal): the clock decides
+
+    # -- inside -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _need(ok: bool, why: str) -> None:
+        if not ok:
+            raise Refused(ErrorCode.UNEXPECTED_MESSAGE, why)
+
+    def _begin(self) -> None:
+        self._out = []
+        self.urgent = None
+        self.accepted = []
+
+    def _done(self, now: float) -> list[Send]:
+        out = self._out
+        self._out = []
+        return out
+
+    def _put(self, to: int, msg: m.Message) -> None:
+        self._out.append(Send(to, msg))
+
+    def _place(self, g: Game, seat: int, msg: m.Place) -> Defender:
+        """The defender of the fleet and secret ``msg`` hands over (custody mode)."""
+        if len(msg.secret) != 32:
+            raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, "the secret is 32 bytes")
+        # An illegal fleet raises IllegalFleet (ILLEGAL_FLEET) and nothing changes: 000 lets the
+        # player place again. Everything else about the commitment is the game's to refuse.
+        fleet = Fleet.from_list(list(msg.fleet))
+        return Defender(Committed(self.rules, fleet, msg.secret, self.match_id, g.number, seat))
+
+    def _accepted(
+        self, g: Game, inp: GameInput, events: list[GameEvent], now: float, *, act: bool
+    ) -> None:
+        """Announce what ``inp`` caused; with ``act``, answer and reveal for custody seats."""
+        self.accepted.append(inp)
+        if isinstance(inp, SetFirst) and self._announced != g.number:
+            self._announce_game(g)  # a lot fed from outside: the game begins with it
+        queue = list(events)
+        while queue:
+            ev = queue.pop(0)
+            self._announce(g, ev)
+            if act and self.mode == "custody" and g.phase is not _OVER:
+                for follow in self._custody(g, ev):
+                    self.accepted.append(follow)
+                    queue.extend(g.feed(follow))
+            if isinstance(ev, GameOver):
+                self._game_over(now)
+        if isinstance(inp, Commit) and self.defenders is not None and None not in g.commitments:
+            # Both committed (the mirror check read the leaves): from here on the game reads
+            # them only at its end, and each seat's fleet and secret give them again.
+            for d in self.defenders:
+                if d is not None:
+                    d.committed.drop_leaves()
+
+    def _custody(self, g: Game, ev: GameEvent) -> Iterable[GameInput]:
+        defenders = self.defenders
+        if defenders is None:  # nobody placed yet: only the game's end can have happened
+            return ()
+        if isinstance(ev, ShotCalled):
+            defender = defenders[1 - ev.shot.seat]
+            assert defender is not None
+            return (Answer(1 - ev.shot.seat, defender.answer(ev.shot)),)
+        if isinstance(ev, RevealDue):
+            return [RevealFleet(s, d.committed.reveal()) for s, d in enumerate(defenders) if d]
+        return ()
+
+    def _announce(self, g: Game, ev: GameEvent) -> None:
+        """Tell the players and the spectators about ``ev`` (every game event is public)."""
+        mid, n = self.match_id, g.number
+        msg: m.Message
+        match ev:
+            case ShotCalled(shot=sh):
+                self.urgent = 1 - sh.seat  # the defender owes the verdict
+                msg = m.ShotCalled(mid, n, sh.n, sh.seat, _labels(sh.cells), sh.radar)
+            case VerdictGiven(shot=sh, verdict=v, next=nxt):
+                self.urgent = sh.seat  # the verdict answers its shooter
+                labels = _labels(sh.cells)
+                msg = m.VerdictMsg(mid, n, sh.n, sh.seat, labels, sh.radar, v.to_dict(), nxt)
+            case CommittedEvent(seat=seat, root=root):
+                msg = m.Committed(mid, n, seat, root)
+            case FiringBegan(first=first):
+                # Both commitments go to both sides, so each client checks the openings it is shown.
+                coms = tuple(c.to_dict() for c in g.commitments if c is not None)
+                msg = m.Firing(mid, n, first, coms)
+            case ShotLost(seat=seat, why=why, next=nxt):
+                msg = m.ShotLost(mid, n, seat, why, nxt)
+            case RevealDue(provisional=o):
+                assert o.winner is not None
+                msg = m.RevealNow(mid, n, o.winner)
+            case Revealed(seat=seat, reveal=rv, fault=fault):
+                msg = m.Revealed(mid, n, seat, rv.to_dict(), fault)
+            case GameOver(outcome=o):
+                msg = m.GameOver(mid, n, o.to_dict())
+            case _:
+                assert_never(ev)
+        self._put(ALL, msg)
+
+    def _game_over(self, now: float) -> None:
+        self.match.game_over()
+        if not self.match.over:
+            self._next_game(now)
+
+    def _next_game(self, now: float) -> None:
+        needs_lot = self.match.needs_lot()
+        g = self.match.new_game()
+        self.defenders = None
+        self._shot_seqs[0].clear()
+        self._shot_seqs[1].clear()
+        if needs_lot:
+            if self._lot is None:
+                return  # the game is announced when its lot is fed (a set_first input)
+            inp = SetFirst(lot(self._lot, g.number))
+            self.accepted.append(inp)
+            g.feed(inp)
+        self._announce_game(g)
+
+    def _announce_game(self, g: Game) -> None:
+        self._announced = g.number
+        self._put(ALL, m.GameStart(self.match_id, g.number, g.first))
+
+    def _rearm(self, now: float) -> None:
+        """Start the clock the game names, unless it is the one already running."""
+        g = self.match.game
+        d = g.deadline() if g is not None else None
+        if g is None or d is None:
+            self.clock, self._clock_key = None, None
+            return
+        kind, seconds = d
+        if self.mode == "custody" and (kind is Deadline.ANSWER or kind is Deadline.REVEAL):
+            # The referee owes those answers and reveals itself, at once: no clock runs for them.
+            self.clock, self._clock_key = None, None
+            return
+        # The setup and reveal clocks run once per game; a shot clock restarts with every turn
+        # (every applied input), an answer clock with every shot.
+        key: tuple[Any, ...] = (g.number, kind)
+        if kind is Deadline.SHOT:
+            key += (len(g.transcript),)
+        elif kind is Deadline.ANSWER and g.pending is not None:
+            key += (g.pending.n,)
+        if key == self._clock_key:
+            return
+        if self._announced != g.number:
+            # A game whose lot is still to be fed is not announced yet, nor is its clock.
+            self.clock, self._clock_key = None, None
+            return
+        self._clock_key = key
+        self.clock = (kind, now + seconds)
+        if kind is Deadline.ANSWER:
+            # The answer clock is a fixed protocol deadline (``clocks.reveal`` from the rules both
+            # players hold) that starts with every ``shot``: announcing it cost two (plus one per
+            # spectator) ``clock`` frames on every blind shot, a third of the frames out, to say
+            # nothing the ``shot`` does not. It is armed silently; snapshots still show it.
+            return
+        seat = g.turn if kind is Deadline.SHOT else None
+        self._put(ALL, m.Clock(self.match_id, g.number, kind.value, seconds, seat))
+
+
+def _labels(cells: tuple[Cell, ...]) -> tuple[str, ...]:
+    return tuple(map(_label, cells))
+
+
+_label = Cell.label
