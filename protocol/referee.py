@@ -28,6 +28,21 @@ sequence of games of a match.
 Replay. :meth:`Referee.feed` applies one game input as it stands, without the custody follow-ups
 (which are inputs of their own): feeding a fresh referee (made with ``lot=None``) the inputs of
 every game's transcript, in order, gives the same messages to every audience, byte for byte.
+
+Where each rule of ``spec/protocol.md`` sections 5.4 and 8 lives (one place each):
+
+* 5.4 unknown match, sender without a seat: the server's lobby (a session fact, not a game one);
+  match over, wrong ``game``, trust mode, ``seq`` idempotence, ``place``: :meth:`Referee.receive`
+  and :meth:`Referee._place`; the phase: :meth:`.game.Game.feed` over :data:`.state.TRANSITIONS`.
+* ``commit``: :meth:`.commit.Commitment.check_shape` and ``Game._commit``; ``fire``, ``radar``:
+  ``Game._fire``, ``Game._radar``; ``answer``: ``Game._answer`` with :mod:`.proofs`; ``reveal``:
+  ``Game._reveal``, :meth:`.game.Game.check_reveal`; ``resign``: ``Game._resign``.
+* 8.2 phases: :data:`.state.TRANSITIONS`; 8.4 turns and salvo sizes: :meth:`.game.Game.shot_count`
+  and ``Game._apply``; 8.6 verdicts: :mod:`.proofs`; 8.7 crossed-out cells: ``Game._apply``;
+  8.8 clocks: :meth:`.game.Game.deadline` (which), ``Game._expire`` (what expiry does),
+  :meth:`Referee._rearm` and :meth:`Referee.tick` (when); 8.9 the end: ``Game._finish``, and the
+  series :class:`.match.Match`; abandonment and leaving: :meth:`Referee.tick`,
+  :meth:`Referee.leave`.
 """
 
 from __future__ import annotations
