@@ -247,17 +247,22 @@ def input_from_entry(e: Any, rules: RuleSet) -> GameInput:
     game logs; a record verifier compares the two to refuse any other form.
     """
     kind = e.get("in") if isinstance(e, dict) else None
-    if not isinstance(kind, str) or kind not in _ENTRY_KEYS:
+    keys = _ENTRY_KEYS.get(kind) if type(kind) is str else None
+    if keys is None:
         raise _bad(f"unknown input {kind!r}")
-    if e.keys() != _ENTRY_KEYS[kind]:
-        raise _bad(f"a {kind} entry is {{{', '.join(sorted(_ENTRY_KEYS[kind]))}}}")
-    # The two entries of every shot first: they are most of any transcript.
+    if e.keys() != keys:
+        raise _bad(f"a {kind} entry is {{{', '.join(sorted(keys))}}}")
+    # The two entries of every shot first: they are most of any transcript, and a replay's cost.
     if kind == "fire":
         cells = e["cells"]
-        if not isinstance(cells, list) or not all(type(c) is str for c in cells):
+        seat, member = e["seat"], e["member"]
+        if type(seat) is not int or type(member) is not int:
+            raise _bad("seat and member are integers")
+        if type(cells) is list and len(cells) == 1 and type(cells[0]) is str:
+            return Fire(seat, member, (_cell(cells[0], rules.rows, rules.cols),))
+        if type(cells) is not list or not all(type(c) is str for c in cells):
             raise _bad("cells is a list of cell labels")
-        called = tuple(_cell(c, rules.rows, rules.cols) for c in cells)
-        return Fire(_int(e, "seat"), _int(e, "member"), called)
+        return Fire(seat, member, tuple([_cell(c, rules.rows, rules.cols) for c in cells]))
     if kind == "answer":
         wire = e["verdict"]
         verdict = Verdict.from_dict(wire)
