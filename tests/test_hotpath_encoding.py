@@ -17,17 +17,11 @@ from typing import Any
 
 import msgpack
 import pytest
+from helpers import fields, sample, wire_of
 from seabattle.protocol import messages as m
 from seabattle.protocol.codec import MAX_DEPTH, encode_frame
 from seabattle.protocol.errors import LocalProtocolError, Refused, RemoteProtocolError
 from seabattle.protocol.grid import Cell, column_label, parse_cell
-from test_messages import sample
-
-
-def fields(cls: type[m.Message]) -> dict[str, Any]:
-    hints = typing.get_type_hints(cls)
-    return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
-
 
 TAGS = sorted(m.MESSAGES)
 
@@ -95,7 +89,7 @@ HOSTILE: list[Any] = [
 @pytest.mark.parametrize("tag", TAGS)
 def test_frame_gives_the_reference_bytes_for_every_message(tag: str) -> None:
     cls = m.MESSAGES[tag]
-    msg = m.decode({"t": tag, **{n: sample(tp) for n, tp in fields(cls).items()}})
+    msg = m.decode(wire_of(cls))
     _same(msg)
     assert m.frame(msg) == encode_frame(m.encode(msg))
     _same(msg, max_frame=8)  # too large: the same FRAME_TOO_LARGE

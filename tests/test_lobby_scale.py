@@ -13,6 +13,7 @@ from typing import Any
 import trio
 import trio.testing
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from helpers import FakePeer
 from seabattle.protocol import messages as m
 from seabattle.protocol.fleet import random_fleet
 from seabattle.protocol.rules import rules_from_dict
@@ -25,26 +26,6 @@ from seabattle.server.timers import Heartbeat
 RULES: dict[str, Any] = {"preset": "classic"}  # no shape keys: checked inline, no worker thread
 
 
-class _Peer:
-    """A connection as the lobby sees it, recording what it is sent."""
-
-    def __init__(self, player: str) -> None:
-        self.player, self.name, self.connected = player, player[:4], True
-        self.got: list[m.Message] = []
-        self.closed: str | None = None
-
-    def send(self, msg: m.Message) -> None:
-        self.got.append(msg)
-
-    def close(self, reason: str) -> None:
-        self.connected, self.closed = False, reason
-
-    def of(self, kind: type[m.Message], match: bytes | None = None) -> list[Any]:
-        return [
-            x for x in self.got if isinstance(x, kind) and match in (None, getattr(x, "match", 0))
-        ]
-
-
 @asynccontextmanager
 async def _lobby(nursery: trio.Nursery, **limits: Any) -> AsyncIterator[tuple[Lobby, Store]]:
     # A frozen clock (mock_clock) keeps every match clock and grace period from running out
@@ -54,13 +35,13 @@ async def _lobby(nursery: trio.Nursery, **limits: Any) -> AsyncIterator[tuple[Lo
         yield Lobby(store, Ed25519PrivateKey.generate(), nursery, Limits(**limits)), store
 
 
-async def _peer(store: Store, tag: str) -> _Peer:
-    peer = _Peer(tag * 64)
+async def _peer(store: Store, tag: str) -> FakePeer:
+    peer = FakePeer(tag * 64)
     await store.upsert_player(peer.player, peer.name, 0)
     return peer
 
 
-async def _match(lobby: Lobby, host: _Peer, guest: _Peer) -> Referee:
+async def _match(lobby: Lobby, host: FakePeer, guest: FakePeer) -> Referee:
     """A running match between ``host`` and ``guest`` (create, then join), both told ``start``."""
     await lobby.request(host, m.Create(1, RULES, "custody", True))
     mid = host.of(m.Ok)[-1].data["match"]
@@ -71,7 +52,7 @@ async def _match(lobby: Lobby, host: _Peer, guest: _Peer) -> Referee:
     return lobby.running[mid]
 
 
-async def _end(lobby: Lobby, peer: _Peer, ref: Referee) -> None:
+async def _end(lobby: Lobby, peer: FakePeer, ref: Referee) -> None:
     """``peer`` leaves ``ref``, which ends the match; return once the lobby has filed it."""
     await lobby.request(peer, m.Leave(3, ref.match_id))
     await ref.done.wait()
@@ -217,7 +198,7 @@ async def test_a_resent_shot_applies_once_per_game_and_only_its_game_is_remember
     mock_clock: trio.testing.MockClock,
 ) -> None:
     rules = rules_from_dict({"preset": "classic", "match": {"kind": "best-of", "games": 3}})
-    peers = [_Peer(t * 64) for t in "ab"]
+    peers = [FakePeer(t * 64) for t in "ab"]
     mid = bytes(16)
 
     async def finish(ref: Referee) -> None:

@@ -2,39 +2,16 @@
 
 from __future__ import annotations
 
-import dataclasses
-import types
 import typing
 from enum import IntEnum
 from typing import Any
 
 import pytest
+from helpers import fields, wire_of
 from seabattle.protocol import messages as m
 from seabattle.protocol.errors import ErrorCode, RemoteProtocolError
 
 MID = bytes(16)
-
-
-def sample(tp: Any) -> Any:
-    """A valid wire value for the annotation ``tp`` (lists where the wire has arrays)."""
-    origin = typing.get_origin(tp)
-    if origin in (typing.Union, types.UnionType):
-        return sample(next(a for a in typing.get_args(tp) if a is not type(None)))
-    if origin is tuple:
-        item = typing.get_args(tp)[0]
-        return [sample(item), sample(item)] if item is not Any else [1, "x"]
-    if tp is Any:
-        return {"k": [1, 2]}
-    return {bool: True, int: 7, str: "E5", bytes: MID}.get(tp, {"a": 1})
-
-
-def fields(cls: type[m.Message]) -> dict[str, Any]:
-    hints = typing.get_type_hints(cls)
-    return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
-
-
-def wire_of(cls: type[m.Message]) -> dict[str, Any]:
-    return {"t": cls.TAG, **{name: sample(tp) for name, tp in fields(cls).items()}}
 
 
 @pytest.mark.parametrize("tag", sorted(m.MESSAGES))

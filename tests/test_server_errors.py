@@ -15,6 +15,7 @@ import pytest
 import trio
 import trio.testing
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from helpers import SMALL, TC, Bot, Closed, connect, handshake, pair, play_both, raw, start_server
 from seabattle.protocol import messages as m
 from seabattle.protocol.codec import encode_frame
 from seabattle.protocol.errors import ErrorCode
@@ -25,16 +26,10 @@ from seabattle.server.config import Limits
 from seabattle.server.lobby import Lobby
 from seabattle.server.session import Client, Identity
 from seabattle.server.store import Store
-from test_server import SMALL, TC, Bot, Closed, connect, pair, play_both, start_server
 
 
 def frame(msg: m.Message) -> bytes:
     return encode_frame(m.encode(msg))
-
-
-async def raw(addr: tuple[str, int], nursery: trio.Nursery) -> TC:
-    """A connection that has not shaken hands; the test writes frames itself."""
-    return TC(await trio.open_tcp_stream(*addr), Ed25519PrivateKey.generate(), nursery)
 
 
 async def error(c: TC) -> m.Error:
@@ -313,10 +308,7 @@ async def test_tls(tmp_path: Path, nursery: trio.Nursery) -> None:
         "localhost", addr[1], ssl_context=client_ctx, https_compatible=False
     )
     c = TC(stream, Ed25519PrivateKey.generate(), nursery)
-    await c.send(m.Hello((1,), "t", ()))
-    w = await c.expect(m.Welcome)
-    await c.send(m.Auth(c.pub, c.key.sign(auth_payload(w.challenge, w.server, c.pub)), "x", None))
-    assert (await c.expect(m.Authed)).player == c.pub.hex()
+    assert (await handshake(c, "x")).player == c.pub.hex()
 
 
 async def test_a_whole_match_over_tls(tmp_path: Path, nursery: trio.Nursery) -> None:
@@ -333,11 +325,7 @@ async def test_a_whole_match_over_tls(tmp_path: Path, nursery: trio.Nursery) -> 
             "localhost", addr[1], ssl_context=client_ctx, https_compatible=False
         )
         c = TC(stream, Ed25519PrivateKey.generate(), nursery)
-        await c.send(m.Hello((1,), "t", ()))
-        w = await c.expect(m.Welcome)
-        sig = c.key.sign(auth_payload(w.challenge, w.server, c.pub))
-        await c.send(m.Auth(c.pub, sig, name, None))
-        c.player = (await c.expect(m.Authed)).player
+        await handshake(c, name)
         return c
 
     for mode in ("blind", "custody"):

@@ -22,13 +22,13 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
+from helpers import SMALL, Bot, connect, pair, play_both, start_server
 from seabattle.protocol import messages as m
 from seabattle.protocol.errors import ErrorCode
 from seabattle.server.app import _redact
 from seabattle.server.config import ContextLog
 from seabattle.server.logs import JsonFormatter, configure_logging
 from seabattle.server.metrics import SHOT_BUCKETS, Histogram, Metrics, serve_metrics
-from test_server import SMALL, Bot, connect, pair, play_both, start_server
 
 # -- helpers --------------------------------------------------------------------------------------
 

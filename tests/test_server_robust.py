@@ -19,6 +19,7 @@ import pytest
 import trio
 import trio.testing
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from helpers import SMALL, TC, Bot, FakePeer, connect, pair, play_both, raw, start_server
 from seabattle.protocol import messages as m
 from seabattle.protocol.errors import ErrorCode
 from seabattle.protocol.record import load_record, verify_record
@@ -26,7 +27,6 @@ from seabattle.protocol.rules import preset
 from seabattle.server.config import Limits
 from seabattle.server.lobby import Lobby
 from seabattle.server.store import Store
-from test_server import SMALL, TC, Bot, connect, pair, play_both, start_server
 
 
 @pytest.fixture
@@ -276,27 +276,13 @@ async def test_lobby_requests_naming_rules_are_rate_limited_and_bounded(
     assert (ok_c.ref, ok_b.ref) == (8, 2) and ok_c.data == ok_b.data
 
 
-class _Fake:
-    """A Peer that is already gone, or still here; it records what it is sent."""
-
-    def __init__(self, player: str, connected: bool) -> None:
-        self.player, self.name, self.connected = player, player[:4], connected
-        self.got: list[m.Message] = []
-
-    def send(self, msg: m.Message) -> None:
-        self.got.append(msg)
-
-    def close(self, reason: str) -> None:
-        self.connected = False
-
-
 async def test_a_player_gone_before_the_start_is_absent_and_abandons(
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
     async with Store.open(":memory:") as store:
         key = Ed25519PrivateKey.generate()
         lobby = Lobby(store, key, nursery, Limits())
-        here, gone = _Fake("a" * 64, True), _Fake("b" * 64, False)
+        here, gone = FakePeer("a" * 64), FakePeer("b" * 64, connected=False)
         for p in (here, gone):
             await store.upsert_player(p.player, p.name, 0)
         mid = bytes(range(16))
@@ -373,7 +359,6 @@ async def test_connections_past_max_clients_are_told_busy(
 ) -> None:
     addr, _ = await start_server(nursery, tmp_path, limits=Limits(max_clients=1))
     first = await connect(addr, nursery)
-    stream = await trio.open_tcp_stream(*addr)
-    late = TC(stream, Ed25519PrivateKey.generate(), nursery)
+    late = await raw(addr, nursery)
     assert (await late.expect(m.Bye)).reason == "busy"
     assert isinstance(await first.request(m.Ladder(1)), m.Ok)

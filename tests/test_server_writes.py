@@ -11,6 +11,7 @@ from pathlib import Path
 import trio
 import trio.testing
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from helpers import SMALL, Bot, pair, play_both, start_server
 from seabattle.protocol import messages as m
 from seabattle.protocol.codec import FrameDecoder, encode_frame
 from seabattle.protocol.commit import Committed
@@ -23,7 +24,6 @@ from seabattle.server.lobby import Lobby
 from seabattle.server.metrics import Metrics
 from seabattle.server.session import Client
 from seabattle.server.store import Store
-from test_server import SMALL, Bot, pair, play_both, start_server
 
 
 class _Recorder(trio.abc.SendStream):
