@@ -1,5 +1,5 @@
 """What the tests share: a referee server on port 0, test clients and bots that play whole
-matches through it, a recording peer for the lobby, and sample wire values.
+matches through it, peer matches, a recording peer for the lobby, and sample wire values.
 
 Plain functions and classes; the fixtures built on them are in ``conftest.py``. Test modules
 import from here, never from one another.
@@ -18,6 +18,9 @@ from typing import Any
 
 import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from seabattle.client import api
+from seabattle.client.bots import make_strategy
+from seabattle.client.peer import PeerResult, Player, host, join
 from seabattle.protocol import messages as m
 from seabattle.protocol.commit import Committed
 from seabattle.protocol.errors import ErrorCode
@@ -289,6 +292,36 @@ async def play_both(a: Bot, b: Bot) -> None:
     async with trio.open_nursery() as n:
         n.start_soon(a.play)
         n.start_soon(b.play)
+
+
+async def quick_bot(
+    addr: tuple[str, int], rules: dict[str, Any], mode: str, rng: random.Random
+) -> api.BotResult:
+    """A ``random`` bot, through the client library: a quick match on the server at ``addr``
+    under ``rules``, played to the end."""
+    async with api.connect(*addr, name="bot") as c:
+        match = await c.quick(rules, mode)
+        return await api.play_match(match, make_strategy("random"), rng)
+
+
+# -- peer play ------------------------------------------------------------------------------------
+
+
+async def peer_match(
+    rules: RuleSet, hosting: Player, joining: Player, **join_kw: Any
+) -> tuple[PeerResult, PeerResult]:
+    """A peer match over TCP: ``hosting`` hosts it on port 0 (seat 0), ``joining`` joins it (seat
+    1, ``join_kw`` going to :func:`~seabattle.client.peer.join`). Their results, the host's
+    first."""
+    box: list[PeerResult] = []
+    async with trio.open_nursery() as nursery:
+
+        async def serve(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+            box.append(await host(hosting, rules=rules, port=0, task_status=task_status))
+
+        addr = await nursery.start(serve)
+        joined = await join(joining, addr[0], addr[1], **join_kw)
+    return box[0], joined
 
 
 # -- the lobby without connections ----------------------------------------------------------------

@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 import trio
 from click.testing import CliRunner
+from helpers import peer_match, start_server
 from seabattle.client.bots import make_strategy
 from seabattle.client.cli import main
-from seabattle.client.peer import BotPlayer, host, join
+from seabattle.client.peer import BotPlayer
 from seabattle.protocol.record import dump_record, load_record
 from seabattle.protocol.rules import PRESETS
 
@@ -48,20 +49,11 @@ def test_unknown_preset_is_a_usage_error() -> None:
 
 
 def _peer_record() -> dict[str, Any]:
-    async def go() -> dict[str, Any]:
-        box: list[Any] = []
-        async with trio.open_nursery() as nursery:
-
-            async def serve(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-                p = BotPlayer(make_strategy("density"), random.Random(3))
-                box.append(await host(p, rules=PRESETS["classic"], task_status=task_status))
-
-            addr = await nursery.start(serve)
-            await join(BotPlayer(make_strategy("hunt"), random.Random(4)), addr[0], addr[1])
-        signed: dict[str, Any] = box[0].signed
-        return signed
-
-    return trio.run(go)
+    hosting = BotPlayer(make_strategy("density"), random.Random(3))
+    joining = BotPlayer(make_strategy("hunt"), random.Random(4))
+    hosted, _ = trio.run(peer_match, PRESETS["classic"], hosting, joining)
+    signed: dict[str, Any] = hosted.signed
+    return signed
 
 
 @pytest.fixture(scope="module")
@@ -136,22 +128,12 @@ def test_peer_demo_runs() -> None:
 
 
 async def test_bot_command_plays_on_a_server_and_saves_records(tmp_path: Path) -> None:
-    import functools
-
     from seabattle.client.cli import _bot_server
 
-    app = pytest.importorskip("seabattle.server.app")
+    pytest.importorskip("seabattle.server.app")
     rules = PRESETS["classic-8x8"]
     async with trio.open_nursery() as nursery:
-        addr = await nursery.start(
-            functools.partial(
-                app.serve,
-                "127.0.0.1",
-                0,
-                db_path=str(tmp_path / "db"),
-                key_path=str(tmp_path / "k"),
-            )
-        )
+        addr, _ = await start_server(nursery, tmp_path)
         async with trio.open_nursery() as bots:
             for i, strategy in enumerate(("density", "random")):
                 bots.start_soon(

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
+from helpers import start_server
 from seabattle.client.api import (
     BotResult,
     Client,
@@ -28,7 +28,7 @@ from seabattle.protocol.errors import ErrorCode
 from seabattle.protocol.record import verify_record
 from seabattle.protocol.verdict import CellResult, Result, Shot, Verdict
 
-app = pytest.importorskip("seabattle.server.app")
+pytest.importorskip("seabattle.server.app")
 
 
 async def both(
@@ -202,16 +202,7 @@ async def test_a_best_of_three_places_a_fleet_for_every_game(server: tuple[str, 
 
 async def test_an_unknown_key_is_refused_when_guests_are_not_allowed(tmp_path: Path) -> None:
     async with trio.open_nursery() as nursery:
-        addr = await nursery.start(
-            functools.partial(
-                app.serve,
-                "127.0.0.1",
-                0,
-                db_path=str(tmp_path / "db"),
-                key_path=str(tmp_path / "k"),
-                guests=False,
-            )
-        )
+        addr, _ = await start_server(nursery, tmp_path, guests=False)
         with pytest.raises(RequestFailed) as e:
             async with connect(*addr):
                 pass

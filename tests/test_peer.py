@@ -7,24 +7,13 @@ from typing import Any
 
 import pytest
 import trio
+from helpers import peer_match
 from seabattle.client.bots import make_strategy
-from seabattle.client.peer import BotPlayer, PeerResult, host, join
+from seabattle.client.peer import BotPlayer, host
 from seabattle.protocol.game import EndReason
 from seabattle.protocol.record import verify_record
-from seabattle.protocol.rules import PRESETS, RuleSet, rules_from_dict
+from seabattle.protocol.rules import PRESETS, rules_from_dict
 from seabattle.protocol.verdict import CellResult, Result, Shot, Verdict
-
-
-async def play(rules: RuleSet, p0: BotPlayer, p1: BotPlayer) -> tuple[PeerResult, PeerResult]:
-    box: list[PeerResult] = []
-    async with trio.open_nursery() as nursery:
-
-        async def serve(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-            box.append(await host(p0, rules=rules, port=0, task_status=task_status))
-
-        addr = await nursery.start(serve)
-        joined = await join(p1, addr[0], addr[1], name="joiner")
-    return box[0], joined
 
 
 def bots(seed: int) -> tuple[BotPlayer, BotPlayer]:
@@ -36,7 +25,7 @@ def bots(seed: int) -> tuple[BotPlayer, BotPlayer]:
 
 @pytest.mark.parametrize("name", sorted(PRESETS))
 async def test_every_preset_ends_with_one_record_signed_by_both(name: str) -> None:
-    h, j = await play(PRESETS[name], *bots(1))
+    h, j = await peer_match(PRESETS[name], *bots(1), name="joiner")
     assert h.seat == 0 and j.seat == 1
     assert h.report.ok and j.report.ok, (h.report.reason, j.report.reason)
     assert h.signed == j.signed
@@ -59,7 +48,7 @@ async def test_every_preset_ends_with_one_record_signed_by_both(name: str) -> No
     ],
 )
 async def test_rule_variants(options: dict[str, Any]) -> None:
-    h, j = await play(rules_from_dict(options), *bots(2))
+    h, j = await peer_match(rules_from_dict(options), *bots(2), name="joiner")
     assert h.report.ok and j.signed == h.signed
     assert len(h.signed["record"]["games"]) == h.match.to_dict()["games"]
 
@@ -83,9 +72,8 @@ class FalseMiss(BotPlayer):
 
 async def test_a_false_miss_is_caught_at_once_and_loses() -> None:
     liar = FalseMiss(make_strategy("random"), random.Random(5))
-    h, j = await play(
-        PRESETS["classic"], BotPlayer(make_strategy("density"), random.Random(4)), liar
-    )
+    honest = BotPlayer(make_strategy("density"), random.Random(4))
+    h, j = await peer_match(PRESETS["classic"], honest, liar, name="joiner")
     assert liar.lied
     game = h.match.games[-1]
     assert game.outcome is not None

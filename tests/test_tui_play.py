@@ -15,12 +15,13 @@ from typing import Any
 
 import pytest
 import trio
+from helpers import peer_match, quick_bot
 from rich.console import Console
-from seabattle.client.api import BotResult, connect, play_match
+from seabattle.client.api import BotResult
 from seabattle.client.bots import make_strategy
 from seabattle.client.human import ConsolePlayer, play_server
 from seabattle.client.match import RunningClock
-from seabattle.client.peer import BotPlayer, PeerResult, host, join
+from seabattle.client.peer import BotPlayer, PeerResult
 from seabattle.client.tui import Quit, TerminalUI
 from seabattle.protocol.game import Game
 from seabattle.protocol.rules import PRESETS, rules_from_dict
@@ -78,16 +79,9 @@ async def peer_game(
     human = ConsolePlayer(ui=TerminalUI(con, typist, rng=random.Random(3)))
     bot = BotPlayer(make_strategy("random"), random.Random(4))
     hosting, joining = (human, bot) if human_hosts else (bot, human)
-    box: list[PeerResult] = []
     with trio.fail_after(15):
-        async with trio.open_nursery() as nursery:
-
-            async def serve(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-                box.append(await host(hosting, rules=rules, port=0, task_status=task_status))
-
-            addr = await nursery.start(serve)
-            joined = await join(joining, addr[0], addr[1], name="joiner")
-    return (box[0], joined) if human_hosts else (joined, box[0])
+        hosted, joined = await peer_match(rules, hosting, joining, name="joiner")
+    return (hosted, joined) if human_hosts else (joined, hosted)
 
 
 @pytest.mark.parametrize("human_hosts", [True, False], ids=["host", "join"])
@@ -194,9 +188,7 @@ async def refereed(
     box: list[Any] = []
 
     async def bot() -> None:
-        async with connect(*addr, name="bot") as c:
-            match = await c.quick(rules, mode)
-            box.append(await play_match(match, make_strategy("random"), random.Random(1)))
+        box.append(await quick_bot(addr, rules, mode, random.Random(1)))
 
     with trio.fail_after(15):
         async with trio.open_nursery() as nursery:

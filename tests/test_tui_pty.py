@@ -18,7 +18,8 @@ import termios
 
 import pytest
 import trio
-from seabattle.client.api import BotResult, connect, play_match
+from helpers import quick_bot
+from seabattle.client.api import BotResult
 from seabattle.client.bots import make_strategy
 from seabattle.client.peer import BotPlayer, PeerResult, join
 
@@ -160,10 +161,8 @@ async def test_play_on_a_server_by_hand_in_a_terminal(server: tuple[str, int]) -
             async with trio.open_nursery() as nursery:
 
                 async def bot() -> None:
-                    async with connect(host, port, name="bot") as c:
-                        match = await c.quick({"preset": "sea-battle"}, "blind")
-                        rng = random.Random(3)
-                        box.append(await play_match(match, make_strategy("random"), rng))
+                    rules = {"preset": "sea-battle"}
+                    box.append(await quick_bot(server, rules, "blind", random.Random(3)))
 
                 nursery.start_soon(bot)
                 await term.expect(r"Rules: sea-battle")
