@@ -216,37 +216,46 @@ async def test_garbage_moves_are_refused_and_the_match_plays_on(
 async def test_costly_rule_sets_are_refused_without_stalling_the_server(
     tmp_path: Path, nursery: trio.Nursery
 ) -> None:
-    addr, _ = await start_server(nursery, tmp_path, limits=Limits(rules_timeout=1.0))
+    # The pings below come as fast as the server answers them: no message rate limit for them.
+    limits = Limits(rules_timeout=1.0, rate=1e6, burst=1_000_000)
+    addr, _ = await start_server(nursery, tmp_path, limits=limits)
     a = await connect(addr, nursery)
     other = await connect(addr, nursery)
-    # Eleven 4-long ships on 7x7 fit, but the core's search needs seconds to show it.
-    costly = {"preset": "classic", "rows": 7, "cols": 7, "touching": True}
-    costly["fleet"] = [[f"s{i}", 4] for i in range(11)]
 
-    async def pings() -> float:
-        worst = 0.0
-        for i in range(20):
+    # Eleven 4-long ships on 7x7, touching allowed: the core's fleet-fit search reaches its work
+    # bound within milliseconds and refuses with its own message.
+    bounded = {"preset": "classic", "rows": 7, "cols": 7, "touching": True}
+    bounded["fleet"] = [[f"s{i}", 4] for i in range(11)]
+    r = await a.request(m.Create(1, bounded, "blind", True))
+    assert isinstance(r, m.Error) and r.code == ErrorCode.BAD_RULES, r
+    assert r.msg.endswith("(no placement found within the search bound)"), r.msg
+
+    # Ships of every length 1..24, apart, on 26x26 do fit, but the search's tables of positions
+    # (built before its work bound counts) take over a second, several under the deadline's trace
+    # function: the rules_timeout deadline stops the check.
+    wide = {"preset": "classic", "rows": 26, "cols": 26, "touching": False}
+    wide["fleet"] = [[f"w{n}", n] for n in range(1, 25)]
+    answered = trio.Event()
+    pongs: list[float] = []
+
+    async def ping_until_answered() -> None:
+        while not answered.is_set():
             t = trio.current_time()
-            await other.send(m.Ping(1000 + i))
-            await other.expect(m.Pong)
-            worst = max(worst, trio.current_time() - t)
-            await trio.sleep(0.05)
-        return worst
+            await other.send(m.Ping(len(pongs)))
+            assert (await other.expect(m.Pong)).n == len(pongs)
+            pongs.append(trio.current_time() - t)
 
     with trio.fail_after(5):
         async with trio.open_nursery() as n:
-            latency: list[float] = []
-
-            async def measure() -> None:
-                latency.append(await pings())
-
-            n.start_soon(measure)
-            r = await a.request(m.Create(1, costly, "blind", True))
+            n.start_soon(ping_until_answered)
+            r = await a.request(m.Create(2, wide, "blind", True))
+            answered.set()
     assert isinstance(r, m.Error) and r.code == ErrorCode.BAD_RULES, r
-    assert "within" in r.msg  # stopped at the deadline, not refused by the search
-    assert latency[0] < 0.5  # the event loop kept answering while the 1 s check ran
+    assert r.msg == "the fleet cannot be shown to fit within 1 s; use a smaller fleet", r.msg
+    # The event loop kept answering while the 1 s check ran in its thread.
+    assert len(pongs) > 1 and max(pongs) < 0.5, pongs
     # Ordinary rules still work at once.
-    assert isinstance(await other.request(m.Create(2, SMALL, "blind", True)), m.Ok)
+    assert isinstance(await other.request(m.Create(3, SMALL, "blind", True)), m.Ok)
 
 
 async def test_lobby_requests_naming_rules_are_rate_limited_and_bounded(
