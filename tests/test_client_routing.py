@@ -58,7 +58,7 @@ async def end(wire: Wire, mid: bytes) -> None:
 
 
 async def run(script: Script) -> tuple[list[MatchEvent], list[MatchEvent]]:
-    """Connect over memory streams; ``script(server_wire, client)`` drives both matches."""
+    """Connect over memory streams; ``script(server, h1, h2)`` drives both matches."""
     client_end, server_end = trio.testing.memory_stream_pair()
     server = Wire(server_end)
     got: list[list[MatchEvent]] = [[], []]
