@@ -47,6 +47,7 @@ Where each rule of ``spec/protocol.md`` sections 5.4 and 8 lives (one place each
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import math
@@ -69,6 +70,7 @@ from .inputs import (
     GameEvent,
     GameInput,
     GameOver,
+    Input,
     Radar,
     Resign,
     RevealDue,
@@ -89,6 +91,7 @@ from .verdict import Defender, Verdict
 
 __all__ = [
     "ALL",
+    "GAME_INPUTS",
     "MODES",
     "PLAYERS",
     "SEAT0",
@@ -101,6 +104,21 @@ __all__ = [
 
 #: The trust modes a referee plays.
 MODES = ("blind", "custody")
+
+#: Which game input each wire message feeds, by tag: :meth:`Referee.receive` turns the message
+#: into that input (``place`` into the ``commit`` of the fleet it hands over), except ``coin``,
+#: the lot the players draw themselves (peer play), whose result is fed with :meth:`Referee.draw`.
+#: Every other message feeds no game. The spec's message table gives the phases that accept each.
+GAME_INPUTS: dict[str, Input] = {
+    "commit": Input.COMMIT,
+    "place": Input.COMMIT,
+    "coin": Input.SET_FIRST,
+    "fire": Input.FIRE,
+    "radar": Input.RADAR,
+    "answer": Input.ANSWER,
+    "reveal": Input.REVEAL,
+    "resign": Input.RESIGN,
+}
 
 SEAT0, SEAT1, SPECTATORS = 1, 2, 4
 PLAYERS = SEAT0 | SEAT1
@@ -260,18 +278,30 @@ class Referee:
             raise Refused(ErrorCode.WRONG_PHASE, f"game {g.number} is being played")
         r = self.rules
         inp: GameInput
-        if isinstance(msg, m.Fire):
-            if msg.seq in self._shot_seqs[seat]:
+        seq: int | None = None
+        kind = type(msg)  # the moves of every shot first: exact types, no union to build
+        if kind is m.Fire:
+            assert isinstance(msg, m.Fire)
+            seq = msg.seq
+            if seq in self._shot_seqs[seat]:
                 return []  # a resend after a drop: it applied once already
-            inp = Fire(seat, msg.member, tuple(parse_cell(c, r.rows, r.cols) for c in msg.cells))
-        elif isinstance(msg, m.Answer):
-            self._need(self.mode == "blind", "custody mode: the referee answers")
+            labels = msg.cells
+            if len(labels) == 1:
+                cells: tuple[Cell, ...] = (_cell(labels[0], r.rows, r.cols),)
+            else:
+                cells = tuple([_cell(c, r.rows, r.cols) for c in labels])
+            inp = Fire(seat, msg.member, cells)
+        elif kind is m.Answer:
+            assert isinstance(msg, m.Answer)
+            if self.mode != "blind":
+                raise Refused(ErrorCode.UNEXPECTED_MESSAGE, "custody mode: the referee answers")
             # The transcript logs the map as received (it is what from_dict accepted, exactly).
             inp = Answer(seat, Verdict.from_dict(msg.verdict), msg.verdict)
         elif isinstance(msg, m.Radar):
-            if msg.seq in self._shot_seqs[seat]:
+            seq = msg.seq
+            if seq in self._shot_seqs[seat]:
                 return []
-            inp = Radar(seat, msg.member, parse_cell(msg.at, r.rows, r.cols))
+            inp = Radar(seat, msg.member, _cell(msg.at, r.rows, r.cols))
         elif isinstance(msg, m.Commit):
             self._need(self.mode == "blind", "custody mode: send 'place'")
             inp = Commit(seat, Commitment.from_dict(msg.commitment))
@@ -287,8 +317,8 @@ class Referee:
         else:
             raise RemoteProtocolError(ErrorCode.UNEXPECTED_MESSAGE, f"{msg.TAG!r} is not a move")
         events = g.feed(inp)  # raises to refuse: nothing has changed yet
-        if isinstance(msg, m.Fire | m.Radar):
-            self._shot_seqs[seat].add(msg.seq)
+        if seq is not None:
+            self._shot_seqs[seat].add(seq)
         elif isinstance(msg, m.Place):
             if self.defenders is None:
                 self.defenders = [None, None]
@@ -416,17 +446,23 @@ class Referee:
     ) -> None:
         """Announce what ``inp`` caused; with ``act``, answer and reveal for custody seats."""
         self.accepted.append(inp)
-        if isinstance(inp, SetFirst) and self._announced != g.number:
+        if type(inp) is SetFirst and self._announced != g.number:
             self._announce_game(g)  # a lot fed from outside: the game begins with it
+        if not (act and self.mode == "custody"):
+            for ev in events:
+                self._announce(g, ev)
+                if type(ev) is GameOver:
+                    self._game_over(now)
+            return
         queue = list(events)
         while queue:
             ev = queue.pop(0)
             self._announce(g, ev)
-            if act and self.mode == "custody" and g.phase is not _OVER:
+            if g.phase is not _OVER:
                 for follow in self._custody(g, ev):
                     self.accepted.append(follow)
                     queue.extend(g.feed(follow))
-            if isinstance(ev, GameOver):
+            if type(ev) is GameOver:
                 self._game_over(now)
         if isinstance(inp, Commit) and self.defenders is not None and None not in g.commitments:
             # Both committed (the mirror check read the leaves): from here on the game reads
@@ -539,7 +575,11 @@ class Referee:
 
 
 def _labels(cells: tuple[Cell, ...]) -> tuple[str, ...]:
+    if len(cells) == 1:
+        return (_label(cells[0]),)
     return tuple(map(_label, cells))
 
 
-_label = Cell.label
+# A grid has few cells, and every shot names its own.
+_label = functools.lru_cache(maxsize=4096)(Cell.label)
+_cell = functools.lru_cache(maxsize=4096)(parse_cell)

@@ -27,7 +27,7 @@ from seabattle.protocol import referee as pure
 from seabattle.protocol.errors import ErrorCode, LocalProtocolError, Refused, RemoteProtocolError
 from seabattle.protocol.game import Game
 from seabattle.protocol.match import Match
-from seabattle.protocol.referee import MODES, SEAT0, SEAT1, SPECTATORS, Send
+from seabattle.protocol.referee import ALL, MODES, SEAT0, SEAT1, SPECTATORS, Send
 from seabattle.protocol.rules import RuleSet
 from seabattle.protocol.session import MAX_S2C_FRAME
 
@@ -40,6 +40,9 @@ _log = logging.getLogger("seabattle.server.referee")
 
 #: What a referee nobody watches, or nobody co-signed, holds: one empty set shared by all.
 _NOBODY: frozenset[Any] = frozenset()
+
+#: What ends the wait for a pending shot's verdict (for the shot latency metric).
+_ENDS_A_SHOT = frozenset({m.VerdictMsg, m.ShotLost, m.GameOver})
 
 #: Game inputs a seated player may send, by message type.
 GAME_MESSAGES = (m.Commit, m.Place, m.Fire, m.Radar, m.Answer, m.RevealMsg, m.Resign)
@@ -198,7 +201,7 @@ class Referee:
 
     def to_all(self, msg: m.Message) -> None:
         """Queue ``msg`` for the players and every spectator (public events only)."""
-        _broadcast(msg, self._audience(SEAT0 | SEAT1 | SPECTATORS))
+        _broadcast(msg, self._audience(ALL))
 
     def _audience(self, to: int) -> list[Peer]:
         """The connected peers of audience ``to`` (a bit set of the pure referee's)."""
@@ -222,12 +225,12 @@ class Referee:
         try:
             if not sends:
                 return
-            every = self._audience(SEAT0 | SEAT1 | SPECTATORS)
+            every = self._audience(ALL)
             corked = [(p, u) for p in every if (u := _cork(p)) is not None]
             try:
                 for to, msg in sends:
                     self._observe(msg)
-                    _broadcast(msg, self._audience(to))
+                    _broadcast(msg, every if to == ALL else self._audience(to))
             finally:
                 if corked:
                     urgent = self.core.urgent
@@ -244,16 +247,19 @@ class Referee:
 
     def _observe(self, msg: m.Message) -> None:
         """Metrics and logs of what the match says."""
-        if isinstance(msg, m.ShotCalled):
+        kind = type(msg)
+        if kind is m.ShotCalled:
             self.metrics.shots += 1
             if self.mode == "blind":
                 self._shot_at = trio.current_time()
-        elif self._shot_at is not None and isinstance(msg, m.VerdictMsg | m.ShotLost | m.GameOver):
+            return
+        if self._shot_at is not None and kind in _ENDS_A_SHOT:
             # Only a verdict is an answer; a lost shot or the game's end leaves nothing to time.
-            if isinstance(msg, m.VerdictMsg):
+            if kind is m.VerdictMsg:
                 self.metrics.shot_latency.observe(trio.current_time() - self._shot_at)
             self._shot_at = None
-        if isinstance(msg, m.GameOver):
+        if kind is m.GameOver:
+            assert isinstance(msg, m.GameOver)
             self.log.info("game %d over: %s", msg.game, msg.outcome)
 
     def view(self) -> dict[str, Any]:
