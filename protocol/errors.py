@@ -10,6 +10,10 @@ enum by the tests). Codes are grouped by the layer that raises them:
 * 4xxx game: a move that the rules refuse (the move is refused, the game goes on);
 * 5xxx proofs and records: commitments, openings, reveals, signatures.
 
+What each code means on the wire (:data:`MEANINGS`), which layer it belongs to (:data:`LAYERS`)
+and which codes fail the session (:data:`FAILS_SESSION`) are kept here, next to the codes: the
+registry of ``spec/protocol.md`` is generated from them.
+
 Following h11, there are two exception kinds. :class:`RemoteProtocolError` means the *other* side
 broke the protocol; :class:`LocalProtocolError` means *this* side misused the API. Both carry a
 code, so raising the right exception is the same as choosing the right wire code (the h2 idea).
@@ -20,6 +24,9 @@ from __future__ import annotations
 from enum import IntEnum
 
 __all__ = [
+    "FAILS_SESSION",
+    "LAYERS",
+    "MEANINGS",
     "ErrorCode",
     "LocalProtocolError",
     "ProtocolError",
@@ -88,6 +95,89 @@ class ErrorCode(IntEnum):
     def slug(self) -> str:
         """The lower-case name used in human reports, e.g. ``not_your_turn``."""
         return self.name.lower()
+
+    @property
+    def layer(self) -> str:
+        """The layer that raises the code (its thousand digit, :data:`LAYERS`), e.g. ``game``."""
+        return LAYERS[self // 1000]
+
+
+#: The layer of each thousand of codes, by its digit, as the registry names it.
+LAYERS: dict[int, str] = {
+    1: "decoding",
+    2: "session",
+    3: "lobby",
+    4: "game",
+    5: "proofs",
+}
+
+#: The frame-level codes: after one of them the byte stream cannot be trusted to be in step, so
+#: the receiver fails the session (``spec/protocol.md`` 2.5, 4.5). A zero-length frame fails it
+#: too, though it is reported as ``BAD_MESSAGE`` (the decoder's failure says so, not the code);
+#: so does ``TIMEOUT`` (4.5), which refuses no frame. :class:`.session.Connection` enforces the
+#: same set (the tests check that the two agree).
+FAILS_SESSION: frozenset[ErrorCode] = frozenset(
+    {ErrorCode.FRAME_TOO_LARGE, ErrorCode.TRUNCATED_FRAME}
+)
+
+#: What each code means on the wire: one sentence or two, in the registry's words (a code in
+#: :data:`FAILS_SESSION` is said to fail the session by the registry, not here). Every code has
+#: one. The limits quoted are :data:`.codec.MAX_FRAME` and :data:`.codec.MAX_DEPTH`, written out
+#: because the codec imports this module; the tests check that they agree.
+MEANINGS: dict[ErrorCode, str] = {
+    ErrorCode.FRAME_TOO_LARGE: "A frame header announces a body longer than the receiver's limit "
+    "(65536 bytes by default).",
+    ErrorCode.TRUNCATED_FRAME: "The stream ended inside a frame (header or body).",
+    ErrorCode.MALFORMED_MSGPACK: "The body is not exactly one well-formed msgpack value "
+    "(bad byte, bad UTF-8, truncated value, trailing bytes).",
+    ErrorCode.FORBIDDEN_TYPE: "A float or an extension type (the timestamp included) "
+    "appears anywhere in the body.",
+    ErrorCode.DUPLICATE_KEY: "A map repeats a key.",
+    ErrorCode.TOO_DEEP: "Maps and arrays nest more than 8 deep.",
+    ErrorCode.BAD_MESSAGE: "Well-formed msgpack that is not a valid message: empty frame, top "
+    "level not a map, a non-string key, no string `t`, a missing or extra field, a value of the "
+    "wrong type or over a limit, a verdict of the wrong shape.",
+    ErrorCode.UNKNOWN_TAG: "The `t` tag names no message of the agreed version.",
+    ErrorCode.HANDSHAKE_REQUIRED: "A message other than the next handshake message, "
+    "`error`, `ping`, `pong` or `bye` arrived before the handshake finished.",
+    ErrorCode.UNSUPPORTED_VERSION: "`hello` offers no version the receiver speaks.",
+    ErrorCode.AUTH_FAILED: "The `auth` key or signature is malformed or does not verify, or "
+    "the key is not admitted.",
+    ErrorCode.NOT_ALLOWED: "The sender may not do this: not its seat, not its match, not a "
+    "player of it.",
+    ErrorCode.RATE_LIMITED: "Too many requests or refused messages; slow down.",
+    ErrorCode.BAD_RESUME_TOKEN: "The resume token is unknown, expired or not this key's.",
+    ErrorCode.UNEXPECTED_MESSAGE: "A message sent in the wrong direction, a handshake message "
+    "after the handshake, or a message to a closed connection.",
+    ErrorCode.SHUTTING_DOWN: "The server is shutting down and accepts no new work.",
+    ErrorCode.TIMEOUT: "The peer stayed silent past the session's idle limit.",
+    ErrorCode.INTERNAL_ERROR: "The sender failed internally; the request may be retried.",
+    ErrorCode.NO_SUCH_MATCH: "No match with that id (or invitation code) exists for the sender.",
+    ErrorCode.MATCH_FULL: "Both seats of the match are taken.",
+    ErrorCode.BAD_RULES: "The rule set is malformed or cannot work (the detail says why).",
+    ErrorCode.BAD_INVITE: "The invitation code is unknown, used or expired.",
+    ErrorCode.NO_SUCH_RECORD: "No signed record exists for that match (yet).",
+    ErrorCode.NOT_YOUR_TURN: "The other seat is to move.",
+    ErrorCode.OFF_BOARD: "A called cell or the radar area is not on the grid, or is not a cell.",
+    ErrorCode.ALREADY_FIRED: "A called cell was fired at already (the shot is kept).",
+    ErrorCode.CROSSED_OUT: "A called cell is crossed out: it can only be water (shot kept).",
+    ErrorCode.GAME_OVER: "The game (or the match) is over.",
+    ErrorCode.WRONG_SALVO_SIZE: "The shot calls the wrong number of cells.",
+    ErrorCode.DUPLICATE_IN_SALVO: "A salvo calls the same cell twice.",
+    ErrorCode.RADAR_USED: "The radar was used already in this game.",
+    ErrorCode.RADAR_NOT_ALLOWED: "The rule set has no radar.",
+    ErrorCode.NOT_CALLER: "Another team member calls this turn.",
+    ErrorCode.ILLEGAL_FLEET: "The fleet breaks the rules (custody `place`); place again.",
+    ErrorCode.WRONG_PHASE: "The game is not in a phase that accepts this input.",
+    ErrorCode.ALREADY_COMMITTED: "The seat has committed its fleet already.",
+    ErrorCode.BAD_PROOF: "An opening does not match the commitment, or is malformed.",
+    ErrorCode.VERDICT_MISMATCH: "A verdict contradicts its own openings or the rules.",
+    ErrorCode.MIRRORED_COMMITMENT: "A commitment repeats leaves of the opponent's commitment.",
+    ErrorCode.BAD_COMMITMENT: "A commitment of the wrong shape (leaf count or leaf size).",
+    ErrorCode.BAD_REVEAL: "A reveal that is malformed or does not open the commitment.",
+    ErrorCode.BAD_SIGNATURE: "A signature (co-signature, record signature) does not verify.",
+    ErrorCode.RECORD_INVALID: "A record fails verification.",
+}
 
 
 class ProtocolError(Exception):

@@ -12,9 +12,10 @@ written by a function here and pasted between a pair of markers::
 differs from what the code generates now (and names it); ``--write`` rewrites the sections in place.
 The renderers are pure functions of the code: no clock, no randomness, no I/O.
 
-Where the code holds a fact only as behaviour (the phase a game input leads to, what an error code
-means), this module keeps it in a table that is checked against the code's own table, so that a
-change to ``state.TRANSITIONS`` or ``ErrorCode`` fails loudly until the spec is updated too.
+The facts the sections state live next to the code they describe, not here: the game's edges in
+``state.TRANSITIONS``, the meaning, layer and session-failing codes of the error registry in
+``errors``, which message feeds which game input in ``referee.GAME_INPUTS``. This module only
+formats them, so that a change to any of them fails the check until the spec is rewritten.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import Any
 
 from . import messages, session
 from .canonical import canonical_pack
-from .codec import MAX_DEPTH, MAX_FRAME, encode_frame
+from .codec import encode_frame
 from .commit import (
     PROTOCOL_VERSION,
     Committed,
@@ -43,8 +44,9 @@ from .commit import (
     context,
     ship_leaf,
 )
-from .errors import ErrorCode
+from .errors import FAILS_SESSION, MEANINGS, ErrorCode
 from .fleet import Fleet
+from .referee import GAME_INPUTS
 from .rules import PRESETS, RuleSet
 from .state import TRANSITIONS, Phase, accepted
 
@@ -70,18 +72,6 @@ _DIR_LABEL = {
     messages.Dir.C2S: "C→S",
     messages.Dir.S2C: "S→C",
     messages.Dir.BOTH: "both",
-}
-
-#: Which game input (a key of ``state.TRANSITIONS``) a wire message feeds, if any.
-GAME_INPUTS: dict[str, str] = {
-    "commit": "commit",
-    "place": "commit",
-    "coin": "set_first",
-    "fire": "fire",
-    "radar": "radar",
-    "answer": "answer",
-    "reveal": "reveal",
-    "resign": "resign",
 }
 
 
@@ -158,96 +148,27 @@ def message_table() -> str:
 
 # -- errors ---------------------------------------------------------------------------------------
 
-_LAYERS = {
-    1: "decoding",
-    2: "session",
-    3: "lobby",
-    4: "game",
-    5: "proofs",
-}
-
-#: What each code means on the wire. A code missing here stops generation (see :func:`error_table`).
-ERROR_MEANINGS: dict[ErrorCode, str] = {
-    ErrorCode.FRAME_TOO_LARGE: "A frame header announces a body longer than the receiver's limit "
-    f"({MAX_FRAME} bytes by default). "
-    "Fails the session.",
-    ErrorCode.TRUNCATED_FRAME: "The stream ended inside a frame (header or body). "
-    "Fails the session.",
-    ErrorCode.MALFORMED_MSGPACK: "The body is not exactly one well-formed msgpack value "
-    "(bad byte, bad UTF-8, truncated value, trailing bytes).",
-    ErrorCode.FORBIDDEN_TYPE: "A float or an extension type (the timestamp included) "
-    "appears anywhere in the body.",
-    ErrorCode.DUPLICATE_KEY: "A map repeats a key.",
-    ErrorCode.TOO_DEEP: f"Maps and arrays nest more than {MAX_DEPTH} deep.",
-    ErrorCode.BAD_MESSAGE: "Well-formed msgpack that is not a valid message: empty frame, top "
-    "level not a map, a non-string key, no string `t`, a missing or extra field, a value of the "
-    "wrong type or over a limit, a verdict of the wrong shape.",
-    ErrorCode.UNKNOWN_TAG: "The `t` tag names no message of the agreed version.",
-    ErrorCode.HANDSHAKE_REQUIRED: "A message other than the next handshake message, "
-    "`error`, `ping`, `pong` or `bye` arrived before the handshake finished.",
-    ErrorCode.UNSUPPORTED_VERSION: "`hello` offers no version the receiver speaks.",
-    ErrorCode.AUTH_FAILED: "The `auth` key or signature is malformed or does not verify, or "
-    "the key is not admitted.",
-    ErrorCode.NOT_ALLOWED: "The sender may not do this: not its seat, not its match, not a "
-    "player of it.",
-    ErrorCode.RATE_LIMITED: "Too many requests or refused messages; slow down.",
-    ErrorCode.BAD_RESUME_TOKEN: "The resume token is unknown, expired or not this key's.",
-    ErrorCode.UNEXPECTED_MESSAGE: "A message sent in the wrong direction, a handshake message "
-    "after the handshake, or a message to a closed connection.",
-    ErrorCode.SHUTTING_DOWN: "The server is shutting down and accepts no new work.",
-    ErrorCode.TIMEOUT: "The peer stayed silent past the session's idle limit.",
-    ErrorCode.INTERNAL_ERROR: "The sender failed internally; the request may be retried.",
-    ErrorCode.NO_SUCH_MATCH: "No match with that id (or invitation code) exists for the sender.",
-    ErrorCode.MATCH_FULL: "Both seats of the match are taken.",
-    ErrorCode.BAD_RULES: "The rule set is malformed or cannot work (the detail says why).",
-    ErrorCode.BAD_INVITE: "The invitation code is unknown, used or expired.",
-    ErrorCode.NO_SUCH_RECORD: "No signed record exists for that match (yet).",
-    ErrorCode.NOT_YOUR_TURN: "The other seat is to move.",
-    ErrorCode.OFF_BOARD: "A called cell or the radar area is not on the grid, or is not a cell.",
-    ErrorCode.ALREADY_FIRED: "A called cell was fired at already (the shot is kept).",
-    ErrorCode.CROSSED_OUT: "A called cell is crossed out: it can only be water (shot kept).",
-    ErrorCode.GAME_OVER: "The game (or the match) is over.",
-    ErrorCode.WRONG_SALVO_SIZE: "The shot calls the wrong number of cells.",
-    ErrorCode.DUPLICATE_IN_SALVO: "A salvo calls the same cell twice.",
-    ErrorCode.RADAR_USED: "The radar was used already in this game.",
-    ErrorCode.RADAR_NOT_ALLOWED: "The rule set has no radar.",
-    ErrorCode.NOT_CALLER: "Another team member calls this turn.",
-    ErrorCode.ILLEGAL_FLEET: "The fleet breaks the rules (custody `place`); place again.",
-    ErrorCode.WRONG_PHASE: "The game is not in a phase that accepts this input.",
-    ErrorCode.ALREADY_COMMITTED: "The seat has committed its fleet already.",
-    ErrorCode.BAD_PROOF: "An opening does not match the commitment, or is malformed.",
-    ErrorCode.VERDICT_MISMATCH: "A verdict contradicts its own openings or the rules.",
-    ErrorCode.MIRRORED_COMMITMENT: "A commitment repeats leaves of the opponent's commitment.",
-    ErrorCode.BAD_COMMITMENT: "A commitment of the wrong shape (leaf count or leaf size).",
-    ErrorCode.BAD_REVEAL: "A reveal that is malformed or does not open the commitment.",
-    ErrorCode.BAD_SIGNATURE: "A signature (co-signature, record signature) does not verify.",
-    ErrorCode.RECORD_INVALID: "A record fails verification.",
-}
-
-_FAILS_SESSION = frozenset({ErrorCode.FRAME_TOO_LARGE, ErrorCode.TRUNCATED_FRAME})
-
 
 def error_table() -> str:
-    """The error registry, one row per :class:`ErrorCode`, in code order."""
-    missing = [c.name for c in ErrorCode if c not in ERROR_MEANINGS]
+    """The error registry, one row per :class:`ErrorCode` in code order, from ``MEANINGS``."""
+    missing = [c.name for c in ErrorCode if c not in MEANINGS]
     if missing:
-        raise KeyError(f"ERROR_MEANINGS lacks {', '.join(missing)}")
+        raise KeyError(f"errors.MEANINGS lacks {', '.join(missing)}")
     rows = ["| Code | Name | Layer | Meaning |", "|---|---|---|---|"]
     for code in sorted(ErrorCode):
-        rows.append(
-            f"| {int(code)} | `{code.name}` | {_LAYERS[int(code) // 1000]} | "
-            f"{ERROR_MEANINGS[code]} |"
-        )
+        meaning = MEANINGS[code] + (" Fails the session." if code in FAILS_SESSION else "")
+        rows.append(f"| {int(code)} | `{code.name}` | {code.layer} | {meaning} |")
     rows.append("")
     rows.append(
         "Codes that fail the session: "
-        + ", ".join(f"{int(c)} `{c.name}`" for c in sorted(_FAILS_SESSION))
+        + ", ".join(f"{int(c)} `{c.name}`" for c in sorted(FAILS_SESSION))
         + " (and a zero-length frame, reported as `BAD_MESSAGE`)."
     )
     return "\n".join(rows)
 
 
 # -- the game's state machine ---------------------------------------------------------------------
+
 
 def game_states() -> str:
     """The game's phases as a mermaid state diagram and a table, from ``state.TRANSITIONS``."""

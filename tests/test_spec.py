@@ -15,14 +15,15 @@ import struct
 from pathlib import Path
 
 import pytest
-from seabattle.protocol import specgen, state
+from seabattle.protocol import session, specgen, state
 from seabattle.protocol.canonical import canonical_pack
-from seabattle.protocol.codec import FrameDecoder
+from seabattle.protocol.codec import MAX_DEPTH, MAX_FRAME, FrameDecoder
 from seabattle.protocol.commit import Committed, coin_commit, coin_result
-from seabattle.protocol.errors import ErrorCode
+from seabattle.protocol.errors import FAILS_SESSION, LAYERS, MEANINGS, ErrorCode
 from seabattle.protocol.fleet import Fleet
 from seabattle.protocol.game import TRANSITIONS, EndReason, Phase
 from seabattle.protocol.messages import MESSAGES
+from seabattle.protocol.referee import GAME_INPUTS
 from seabattle.protocol.rules import PRESETS
 from seabattle.protocol.session import auth_payload
 
@@ -91,7 +92,23 @@ def test_state_diagram_is_drawn_from_the_enforced_table(monkeypatch: pytest.Monk
 
 
 def test_every_error_code_has_a_meaning() -> None:
-    assert set(specgen.ERROR_MEANINGS) == set(ErrorCode)
+    assert set(MEANINGS) == set(ErrorCode)
+    assert {code // 1000 for code in ErrorCode} <= set(LAYERS)
+
+
+def test_error_meanings_quote_the_codec_limits() -> None:
+    # errors.py sits below the codec, so it writes the limits out; they must be the codec's.
+    assert f"({MAX_FRAME} bytes by default)" in MEANINGS[ErrorCode.FRAME_TOO_LARGE]
+    assert f"more than {MAX_DEPTH} deep" in MEANINGS[ErrorCode.TOO_DEEP]
+
+
+def test_the_codes_that_fail_the_session_are_the_ones_it_fails_on() -> None:
+    assert FAILS_SESSION == session._FATAL
+
+
+def test_game_inputs_are_messages_that_feed_known_inputs() -> None:
+    assert set(GAME_INPUTS) <= set(MESSAGES)
+    assert set(GAME_INPUTS.values()) <= {inp for _, inp in TRANSITIONS}
 
 
 # -- coverage -------------------------------------------------------------------------------------
