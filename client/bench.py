@@ -74,6 +74,7 @@ from seabattle.protocol.errors import ErrorCode, ProtocolError
 from seabattle.protocol.fleet import Fleet, random_fleet
 from seabattle.protocol.game import Phase
 from seabattle.protocol.grid import Cell
+from seabattle.protocol.inputs import ShotCalled
 from seabattle.protocol.match import Match
 from seabattle.protocol.record import build_record, load_record, seal, verify_record
 from seabattle.protocol.rules import PRESETS, RuleSet, ShotMode, preset
@@ -860,9 +861,9 @@ def local_record(rules: RuleSet, seed: int) -> dict[str, Any]:
             b = g.boards[1 - s]
             open_ = [i for i in range(rules.cells) if i not in b.fired and i not in b.crossed]
             cells = [Cell(i // rules.cols, i % rules.cols) for i in rng.sample(open_, 1)]
-            shot = g.fire(s, cells, g.caller(s))[0].shot
-            assert shot is not None
-            g.answer(1 - s, ds[1 - s].answer(shot))
+            called = g.fire(s, cells, g.caller(s))[0]
+            assert isinstance(called, ShotCalled)
+            g.answer(1 - s, ds[1 - s].answer(called.shot))
         for seat in (0, 1):
             g.reveal(seat, ds[seat].committed.reveal())
         match.game_over()
