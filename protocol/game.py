@@ -57,7 +57,7 @@ from .proofs import check_proofs, check_shape, first_lie
 from .rules import RepeatShot, RuleSet, ShotMode
 from .state import TRANSITIONS, Board, Deadline, EndReason, Outcome, Phase
 from .transcript import Transcript
-from .verdict import Result, Shot, SunkClaim, Verdict, radar_cells
+from .verdict import Result, Shot, Verdict, radar_cells
 
 __all__ = [
     "TRANSITIONS",
@@ -443,43 +443,8 @@ class Game:
             self.turn = seat
             self.phase = _FIRING
             return [VerdictGiven(shot, v, seat)]
-        cols = r.cols
+        any_hit = board.record(shot.cells, v)
         fired = board.fired
-        sinkings: list[tuple[Cell | None, SunkClaim]] = []
-        if v.total is not None:
-            for c in shot.cells:
-                fired[c.index(cols)] = None
-            board.hits += v.total
-            any_hit = v.total > 0
-        else:
-            # check_shape() made sure: one result per called cell, in call order.
-            any_hit = False
-            for c, res in zip(shot.cells, v.results, strict=True):
-                result = res.result
-                fired[c.index(cols)] = result
-                if result is not _MISS:
-                    board.hits += 1
-                    any_hit = True
-                    if r.crossed_out:
-                        board.cross(x.index(cols) for x in c.corners(r.rows, cols))
-                if res.sunk:
-                    sinkings.append((c, res.sunk))
-        if v.sunk:
-            sinkings += [(None, claim) for claim in v.sunk]
-        for at, claim in sinkings:
-            cells = (
-                claim.opening.placement.cells(r.fleet[claim.ship].length) if claim.opening else None
-            )
-            board.sunk[claim.ship] = cells
-            if r.crossed_out:
-                # An unshown ship is found from the cell that sank it; a salvo reported as a total
-                # does not say which cell that was, so nothing round it can be known to be water.
-                ship = cells or (self._component(board, at) if at is not None else [])
-                for x in ship:
-                    board.cross(n.index(r.cols) for n in x.neighbours(r.rows, r.cols))
-        crossed = board.crossed
-        if crossed and isinstance(crossed, set):
-            crossed.difference_update(board.fired)
         need = self._fleet_cells
         if board.hits >= need:
             self.provisional = Outcome(shot.seat, EndReason.FLEET_SUNK)
@@ -508,19 +473,6 @@ class Game:
         self.phase = _FIRING
         events.append(VerdictGiven(shot, v, nxt))
         return events
-
-    def _component(self, board: Board, start: Cell) -> list[Cell]:
-        # No-touch fleets: the hits 8-connected to the sinking cell are exactly that ship.
-        r = self.rules
-        seen = {start}
-        todo = [start]
-        while todo:
-            c = todo.pop()
-            for n in c.neighbours(r.rows, r.cols):
-                if n not in seen and board.fired.get(n.index(r.cols)) in (Result.HIT, Result.SUNK):
-                    seen.add(n)
-                    todo.append(n)
-        return sorted(seen)
 
     # -- time, resignation, absence --------------------------------------------------------------
 

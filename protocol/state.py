@@ -13,7 +13,7 @@ from typing import Any
 
 from .grid import Cell
 from .rules import RuleSet
-from .verdict import Result
+from .verdict import Result, SunkClaim, Verdict
 
 __all__ = [
     "TRANSITIONS",
@@ -132,6 +132,8 @@ def accepted(phase: Phase) -> frozenset[str]:
     return frozenset(i for p, i in TRANSITIONS if p is phase)
 
 
+_MISS = Result.MISS
+
 #: The crossed-out cells of a board that has none (most boards: only some rules cross out).
 _NONE_CROSSED: frozenset[int] = frozenset()
 
@@ -158,6 +160,61 @@ class Board:
             crossed.update(cells)
         else:
             self.crossed = set(cells)
+
+    def record(self, cells: tuple[Cell, ...], v: Verdict) -> bool:
+        """Record verdict ``v`` on the shot at ``cells`` (proved as far as the rules allow, and
+        of the right shape); whether anything was hit. Crosses out what the rules cross out."""
+        r = self.rules
+        cols = r.cols
+        fired = self.fired
+        sinkings: list[tuple[Cell | None, SunkClaim]] = []
+        if v.total is not None:
+            for c in cells:
+                fired[c.index(cols)] = None
+            self.hits += v.total
+            any_hit = v.total > 0
+        else:
+            # check_shape() made sure: one result per called cell, in call order.
+            any_hit = False
+            for c, res in zip(cells, v.results, strict=True):
+                result = res.result
+                fired[c.index(cols)] = result
+                if result is not _MISS:
+                    self.hits += 1
+                    any_hit = True
+                    if r.crossed_out:
+                        self.cross(x.index(cols) for x in c.corners(r.rows, cols))
+                if res.sunk:
+                    sinkings.append((c, res.sunk))
+        if v.sunk:
+            sinkings += [(None, claim) for claim in v.sunk]
+        for at, claim in sinkings:
+            ship = r.fleet[claim.ship]
+            shown = claim.opening.placement.cells(ship.length) if claim.opening else None
+            self.sunk[claim.ship] = shown
+            if r.crossed_out:
+                # An unshown ship is found from the cell that sank it; a salvo reported as a total
+                # does not say which cell that was, so nothing round it can be known to be water.
+                around = shown or (self._component(at) if at is not None else [])
+                for x in around:
+                    self.cross(n.index(cols) for n in x.neighbours(r.rows, cols))
+        crossed = self.crossed
+        if crossed and isinstance(crossed, set):
+            crossed.difference_update(fired)
+        return any_hit
+
+    def _component(self, start: Cell) -> list[Cell]:
+        # No-touch fleets: the hits 8-connected to the sinking cell are exactly that ship.
+        r = self.rules
+        seen = {start}
+        todo = [start]
+        while todo:
+            c = todo.pop()
+            for n in c.neighbours(r.rows, r.cols):
+                if n not in seen and self.fired.get(n.index(r.cols)) in (Result.HIT, Result.SUNK):
+                    seen.add(n)
+                    todo.append(n)
+        return sorted(seen)
 
     @property
     def misses(self) -> int:
