@@ -1,21 +1,25 @@
 """spec/protocol.md and the code agree: generated sections, coverage, and the byte formulas.
 
-The generated sections are compared with what :mod:`seabattle.protocol.specgen` renders from the
-code now, so a change to a message, an error code, a phase, the handshake or a preset fails here
-until ``python -m seabattle.protocol.specgen --write spec/protocol.md`` is run. The formula tests
-recompute hashes from the spec's own text (section 10), independently of ``commit.py``.
+The generated sections are compared with what ``spec/generate.py`` renders from the code now, so a
+change to a message, an error code, a phase, the handshake or a preset fails here until
+``python spec/generate.py`` is run. The formula tests recompute hashes from the spec's own text
+(section 10), independently of ``commit.py``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import importlib.util
 import re
 import struct
+import subprocess
+import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
-from seabattle.protocol import session, specgen, state
+from seabattle.protocol import session, state
 from seabattle.protocol.canonical import canonical_pack
 from seabattle.protocol.codec import MAX_DEPTH, MAX_FRAME, FrameDecoder
 from seabattle.protocol.commit import Committed, coin_commit, coin_result
@@ -31,6 +35,19 @@ SPEC_PATH = Path(__file__).resolve().parent.parent / "spec" / "protocol.md"
 SPEC = SPEC_PATH.read_text(encoding="utf-8")
 
 
+def _load_generator() -> ModuleType:
+    """``spec/generate.py``, a script next to the spec rather than a module of the package."""
+    path = SPEC_PATH.with_name("generate.py")
+    spec = importlib.util.spec_from_file_location("seabattle_spec_generate", path)
+    assert spec is not None and spec.loader is not None, path
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+generate = _load_generator()
+
+
 def _prose() -> str:
     """The spec without its generated sections: what people wrote."""
     return re.sub(r"<!-- BEGIN GENERATED: .*?<!-- END GENERATED: [a-z-]+ -->", "", SPEC, flags=re.S)
@@ -40,15 +57,12 @@ def _prose() -> str:
 
 
 def test_generated_sections_match_the_code() -> None:
-    stale = specgen.check(SPEC)
-    assert not stale, (
-        f"spec/protocol.md is out of date in {stale}; "
-        "run: python -m seabattle.protocol.specgen --write spec/protocol.md"
-    )
+    stale = generate.check(SPEC)
+    assert not stale, f"spec/protocol.md is out of date in {stale}; run: python spec/generate.py"
 
 
 def test_every_section_has_markers_once() -> None:
-    for name in specgen.SECTIONS:
+    for name in generate.SECTIONS:
         assert SPEC.count(f"<!-- BEGIN GENERATED: {name} -->") == 1, name
         assert SPEC.count(f"<!-- END GENERATED: {name} -->") == 1, name
 
@@ -56,28 +70,37 @@ def test_every_section_has_markers_once() -> None:
 def test_check_names_a_drifted_section_and_write_repairs_it() -> None:
     broken = SPEC.replace("| 4001 | `NOT_YOUR_TURN` |", "| 4001 | `NOT_MY_TURN` |")
     assert broken != SPEC
-    assert specgen.check(broken) == ["errors"]
-    assert specgen.rewrite(broken) == SPEC
+    assert generate.check(broken) == ["errors"]
+    assert generate.rewrite(broken) == SPEC
 
 
 def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     f = tmp_path / "protocol.md"
     f.write_text(SPEC, encoding="utf-8")
-    assert specgen.main(["--check", str(f)]) == 0
+    assert generate.main(["--check", str(f)]) == 0
     f.write_text(
         SPEC.replace("`FRAME_TOO_LARGE` | decoding", "`FRAME_TOO_BIG` | decoding"), encoding="utf-8"
     )
-    assert specgen.main(["--check", str(f)]) == 1
+    assert generate.main(["--check", str(f)]) == 1
     assert "errors" in capsys.readouterr().err
-    assert specgen.main(["--write", str(f)]) == 0
+    assert generate.main(["--write", str(f)]) == 0
     assert f.read_text(encoding="utf-8") == SPEC
+
+
+def test_the_script_checks_this_spec_by_default() -> None:
+    assert generate.SPEC == SPEC_PATH
+    script = SPEC_PATH.with_name("generate.py")
+    done = subprocess.run(
+        [sys.executable, str(script), "--check"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
 
 
 def test_missing_markers_are_an_error() -> None:
     without = SPEC.replace("<!-- BEGIN GENERATED: presets -->", "")
-    assert "presets" in specgen.check(without)
+    assert "presets" in generate.check(without)
     with pytest.raises(KeyError, match="presets"):
-        specgen.rewrite(without)
+        generate.rewrite(without)
 
 
 def test_state_diagram_is_drawn_from_the_enforced_table(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -85,8 +108,8 @@ def test_state_diagram_is_drawn_from_the_enforced_table(monkeypatch: pytest.Monk
     changed = dict(TRANSITIONS)
     changed[(Phase.REVEAL, "resign")] = ((Phase.OVER, "a resignation during the reveal"),)
     monkeypatch.setattr(state, "TRANSITIONS", changed)
-    monkeypatch.setattr(specgen, "TRANSITIONS", changed)
-    drawn = specgen.game_states()
+    monkeypatch.setattr(generate, "TRANSITIONS", changed)
+    drawn = generate.game_states()
     assert "| `reveal` | `resign` | `over` | a resignation during the reveal |" in drawn
     assert "reveal --> over: expire, resign, reveal" in drawn
 

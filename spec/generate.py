@@ -8,12 +8,14 @@ written by a function here and pasted between a pair of markers::
     ...
     <!-- END GENERATED: messages -->
 
-``python -m seabattle.protocol.specgen --check spec/protocol.md`` exits 1 when a section in the file
-differs from what the code generates now (and names it); ``--write`` rewrites the sections in place.
-The renderers are pure functions of the code: no clock, no randomness, no I/O.
+``python spec/generate.py`` rewrites those sections of ``spec/protocol.md`` in place;
+``python spec/generate.py --check`` exits 1 when a section differs from what the code generates now
+(and names it). Either takes another file as an argument. The renderers are pure functions of the
+code: no clock, no randomness, no I/O.
 
-The facts the sections state live next to the code they describe, not here: the game's edges in
-``state.TRANSITIONS``, the meaning, layer and session-failing codes of the error registry in
+This is a script, not part of the package: it imports :mod:`seabattle.protocol` as any user of it
+does. The facts the sections state live next to the code they describe, not here: the game's edges
+in ``state.TRANSITIONS``, the meaning, layer and session-failing codes of the error registry in
 ``errors``, which message feeds which game input in ``referee.GAME_INPUTS``. This module only
 formats them, so that a change to any of them fails the check until the spec is rewritten.
 """
@@ -31,10 +33,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import messages, session
-from .canonical import canonical_pack
-from .codec import encode_frame
-from .commit import (
+from seabattle.protocol import messages, session
+from seabattle.protocol.canonical import canonical_pack
+from seabattle.protocol.codec import encode_frame
+from seabattle.protocol.commit import (
     PROTOCOL_VERSION,
     Committed,
     _salt,
@@ -44,14 +46,15 @@ from .commit import (
     context,
     ship_leaf,
 )
-from .errors import FAILS_SESSION, MEANINGS, ErrorCode
-from .fleet import Fleet
-from .referee import GAME_INPUTS
-from .rules import PRESETS, RuleSet
-from .state import TRANSITIONS, Phase, accepted
+from seabattle.protocol.errors import FAILS_SESSION, MEANINGS, ErrorCode
+from seabattle.protocol.fleet import Fleet
+from seabattle.protocol.referee import GAME_INPUTS
+from seabattle.protocol.rules import PRESETS, RuleSet
+from seabattle.protocol.state import TRANSITIONS, Phase, accepted
 
 __all__ = [
     "SECTIONS",
+    "SPEC",
     "canonical_example",
     "check",
     "commit_example",
@@ -434,32 +437,40 @@ def rewrite(text: str) -> str:
     return _BLOCK.sub(repl, text)
 
 
+#: The file the script rewrites by default: the specification next to it.
+SPEC = Path(__file__).resolve().with_name("protocol.md")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command line: ``--check FILE`` (exit 1 on drift) or ``--write FILE``."""
+    """Command line: rewrite FILE (default ``spec/protocol.md``), or ``--check`` it (exit 1)."""
     parser = argparse.ArgumentParser(
-        prog="python -m seabattle.protocol.specgen",
-        description="Check or rewrite the generated sections of spec/protocol.md.",
+        prog="python spec/generate.py",
+        description="Rewrite (or check) the generated sections of spec/protocol.md.",
     )
-    group = parser.add_mutually_exclusive_group(required=True)
-    group.add_argument("--check", metavar="FILE", help="exit 1 if generated sections differ")
-    group.add_argument("--write", metavar="FILE", help="rewrite generated sections in place")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--check", action="store_true", help="change nothing; exit 1 if a section is out of date"
+    )
+    group.add_argument("--write", action="store_true", help="rewrite the sections (the default)")
+    parser.add_argument("file", nargs="?", type=Path, default=SPEC, help="default: %(default)s")
     args = parser.parse_args(argv)
-    if args.check:
-        stale = check(Path(args.check).read_text(encoding="utf-8"))
-        if stale:
-            print(f"{args.check}: out of date: {', '.join(stale)}", file=sys.stderr)
-            print("run: python -m seabattle.protocol.specgen --write FILE", file=sys.stderr)
-            return 1
-        print(f"{args.check}: generated sections match the code")
-        return 0
-    path = Path(args.write)
+    path: Path = args.file
     old = path.read_text(encoding="utf-8")
+    if args.check:
+        stale = check(old)
+        if stale:
+            print(f"{path}: out of date: {', '.join(stale)}", file=sys.stderr)
+            again = "" if path == SPEC else f" {path}"
+            print(f"run: python spec/generate.py{again}", file=sys.stderr)
+            return 1
+        print(f"{path}: generated sections match the code")
+        return 0
     new = rewrite(old)
     if new != old:
         path.write_text(new, encoding="utf-8")
-        print(f"{args.write}: rewritten")
+        print(f"{path}: rewritten")
     else:
-        print(f"{args.write}: already up to date")
+        print(f"{path}: already up to date")
     return 0
 
 
