@@ -34,6 +34,7 @@ from seabattle.protocol.rules import (
     preset,
     rules_from_dict,
 )
+from seabattle.protocol.session import MAX_S2C_FRAME
 from seabattle.protocol.state import TRANSITIONS, Deadline, Phase
 from seabattle.protocol.verdict import Defender
 
@@ -71,7 +72,7 @@ class Audiences:
 
     def take(self, sends: list[Send]) -> None:
         for to, msg in sends:
-            frame = m.encode(msg)
+            frame = m.frame(msg, max_frame=MAX_S2C_FRAME)
             for who, got in self.frames.items():
                 if to & who:
                     got.append(frame)
