@@ -38,6 +38,10 @@ def test_tiny_bench_reports_every_figure_and_ratio(mode: str) -> None:
     _check_figures(sc["target"])
     _check_figures(sc["baseline"])
     for key, *_ in FIGURES:
+        # The bare baseline's few connections may fit in memory its allocator already holds (the
+        # heap's layout shifts with what was imported): no growth, so no ratio to it.
+        if key == "server_kb_per_conn" and sc["baseline"][key] == 0:
+            continue
         assert sc["ratios"][key] is not None, key
     assert sc["target"]["connections"] == 4
     assert set(report["bars"]) == set(BARS)

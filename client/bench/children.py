@@ -1,0 +1,234 @@
+"""The processes a scenario runs against: the server under test and the bare baselines.
+
+Each is a fresh ``python -m seabattle.client.bench KIND WORKDIR [PROFILE]`` (:func:`_child_main`,
+through the package's ``__main__``) that prints its address as one JSON line and serves until
+SIGTERM; :func:`_child` starts and stops one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import cProfile
+import dataclasses
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import click
+import msgpack
+import trio
+from seabattle.common.netio import DirectSocket, direct
+
+from .figures import _raise_nofile
+from .records import time_verify
+
+__all__ = ["bare_server"]
+
+_TOKEN = 16  # bytes of the baseline's pairing token
+_CHILD_ENV = "SEABATTLE_BENCH_CPU"
+
+
+async def _read_exact(stream: trio.abc.ReceiveStream, n: int) -> bytes:
+    buf = b""
+    while len(buf) < n:
+        data = await stream.receive_some(n - len(buf))
+        if not data:
+            raise trio.BrokenResourceError("closed before the pairing token")
+        buf += data
+    return buf
+
+
+async def _forward(src: trio.abc.Stream, dst: trio.abc.Stream) -> None:
+    """Send whatever ``src`` receives to ``dst`` until ``src`` ends, with the server's own I/O
+    (:mod:`seabattle.common.netio`: direct reads and writes on a plain socket), so that the
+    baseline differs from the server by the game alone."""
+    rsock, wsock = direct(src), direct(dst)
+    while True:
+        data = await rsock.receive() if rsock is not None else await src.receive_some(65536)
+        if not data:
+            return
+        await _send(dst, wsock, data)
+
+
+async def _send(
+    stream: trio.abc.SendStream, sock: DirectSocket | None, data: bytes | bytearray | memoryview
+) -> None:
+    """Write ``data``: straight to the socket while it takes it, the rest through the stream.
+    ``data`` may be a view of the shared read buffer: what is left is copied before awaiting."""
+    if sock is not None:
+        sent = sock.try_send(data)
+        if sent == len(data):
+            return
+        data = bytes(data[sent:])
+    await stream.send_all(data)
+
+
+async def bare_server(
+    kind: str,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """The baseline: ``relay`` pairs connections by token and forwards bytes; ``echo`` echoes.
+
+    Every connection first sends a 16-byte pairing token and waits for one byte (``go``). Then the
+    relay forwards whatever a connection sends to its partner, the echo sends it back: the same
+    sockets and reads and writes as a server, and no game.
+    """
+    waiting: dict[bytes, tuple[trio.abc.Stream, trio.Event, list[trio.abc.Stream]]] = {}
+
+    async def handle(stream: trio.abc.Stream) -> None:
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            token = await _read_exact(stream, _TOKEN)
+            if kind == "echo":
+                await stream.send_all(b"\x01")
+                await _forward(stream, stream)
+                return
+            first = waiting.pop(token, None)
+            if first is None:
+                ready = trio.Event()
+                box: list[trio.abc.Stream] = []
+                waiting[token] = (stream, ready, box)
+                try:
+                    await ready.wait()
+                finally:
+                    waiting.pop(token, None)
+                peer = box[0]
+            else:
+                peer, ready, box = first
+                # Only this task writes before the pair is formed; afterwards each stream has one
+                # writer: its partner's task.
+                await stream.send_all(b"\x01")
+                await peer.send_all(b"\x01")
+                box.append(stream)
+                ready.set()
+            try:
+                await _forward(stream, peer)
+            finally:
+                await trio.aclose_forcefully(peer)
+
+    listeners = await trio.open_tcp_listeners(port, host=host)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(trio.serve_listeners, handle, listeners)
+        addr = listeners[0].socket.getsockname()[:2]
+        task_status.started((addr[0], addr[1]))
+
+
+def _bench_limits() -> Any:
+    from seabattle.server.config import Limits
+
+    # Bot-speed players send far more than the 100 messages/s a peer may send by default; the
+    # limit would measure the token bucket, not the server. A big run also holds more
+    # connections than a default server admits. Everything else stays as shipped.
+    want: dict[str, Any] = {
+        "rate": 1e9,
+        "burst": 1 << 30,
+        "max_clients": 1 << 20,
+        "shutdown_grace": 0.5,
+        "flush_timeout": 0.5,
+    }
+    known = {f.name for f in dataclasses.fields(Limits)}
+    return Limits(**{k: v for k, v in want.items() if k in known})
+
+
+def _child_main(argv: list[str]) -> None:
+    """``python -m seabattle.client.bench KIND WORKDIR [PROFILE]``: serve until SIGTERM;
+    ``python -m seabattle.client.bench verify FILE``: time :func:`time_verify` on the records
+    in FILE (msgpack list of signed records), print the figures as JSON."""
+    if argv[0] == "verify":
+        records = msgpack.unpackb(Path(argv[1]).read_bytes(), raw=False)
+        print(json.dumps(time_verify(records)))
+        return
+    kind, workdir = argv[0], Path(argv[1])
+    profile = argv[2] if len(argv) > 2 and argv[2] else None
+    _raise_nofile()
+    cpu = os.environ.get(_CHILD_ENV)
+    if cpu and hasattr(os, "sched_setaffinity"):
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, {int(cpu)})
+    logging.basicConfig(
+        level=logging.INFO,
+        filename=workdir / f"{kind}.log",
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+    )
+
+    async def main() -> None:
+        shutdown = trio.Event()
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async with trio.open_nursery() as nursery:
+                if kind == "server":
+                    from seabattle.server.app import serve
+
+                    addr = await nursery.start(
+                        partial(
+                            serve,
+                            "127.0.0.1",
+                            0,
+                            db_path=workdir / "bench.sqlite",
+                            key_path=workdir / "server.key",
+                            limits=_bench_limits(),
+                            shutdown=shutdown,
+                        )
+                    )
+                else:
+                    addr = await nursery.start(bare_server, kind)
+                print(
+                    json.dumps({"listening": f"{addr[0]}:{addr[1]}", "pid": os.getpid()}),
+                    flush=True,
+                )
+                async for _ in signals:
+                    break
+                shutdown.set()
+                if kind != "server":
+                    nursery.cancel_scope.cancel()
+
+    prof = cProfile.Profile() if profile else None
+    if prof is not None:
+        prof.enable()
+    try:
+        trio.run(main)
+    finally:
+        if prof is not None and profile:
+            prof.disable()
+            prof.dump_stats(profile)
+
+
+@contextlib.contextmanager
+def _child(
+    kind: str, workdir: Path, *, cpu: int | None, profile: str | None
+) -> Iterator[tuple[tuple[str, int], int]]:
+    """Start a child process serving ``kind``; yield its address and pid; stop it after."""
+    env = dict(os.environ)
+    if cpu is not None:
+        env[_CHILD_ENV] = str(cpu)
+    argv = [sys.executable, "-m", "seabattle.client.bench", kind, str(workdir), profile or ""]
+    with open(workdir / f"{kind}.stderr", "ab") as err:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, env=env)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        if not line:
+            proc.wait(5)
+            detail = (workdir / f"{kind}.stderr").read_text(errors="replace")[-2000:]
+            raise click.ClickException(f"the {kind} process did not start:\n{detail}")
+        info = json.loads(line)
+        host, _, port = info["listening"].rpartition(":")
+        yield (host, int(port)), int(info["pid"])
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()

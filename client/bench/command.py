@@ -1,0 +1,116 @@
+"""The ``seabattle bench`` command: options to scenarios, then the report as tables or JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich.console import Console
+from seabattle.protocol.rules import PRESETS, preset
+
+from .figures import MODES
+from .measure import run_bench
+from .players import Scenario
+from .report import _strip, print_report
+
+__all__ = ["QUICK", "bench"]
+
+
+def _hostport(value: str) -> tuple[str, int]:
+    h, sep, p = value.rpartition(":")
+    if not sep or not p.isdigit():
+        raise click.BadParameter(f"{value!r} is not HOST:PORT", param_hint="--server")
+    return h or "127.0.0.1", int(p)
+
+
+def _ints(value: str) -> list[int]:
+    try:
+        out = [int(x) for x in value.split(",") if x.strip()]
+    except ValueError:
+        raise click.BadParameter(f"{value!r}: a number or a list like 1,10,50") from None
+    if not out or any(x < 1 for x in out):
+        raise click.BadParameter("at least one match")
+    return out
+
+
+QUICK = (
+    # (matches, pace, duration): one bot-speed and one human-paced scenario per mode.
+    (10, 0.0, 2.0),
+    (200, 2.0, 4.0),
+)
+
+
+@click.command("bench")
+@click.option("--server", "server", default=None, help="Target HOST:PORT (default: start one).")
+@click.option("--server-pid", type=int, default=None, help="PID of --server, for CPU and memory.")
+@click.option(
+    "--matches", default="10", show_default=True, help="Concurrent matches: N or 1,10,50."
+)
+@click.option(
+    "--pace",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Seconds between shots of a match; 0 = bot speed.",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["blind", "custody", "both"]),
+    default="both",
+    show_default=True,
+)
+@click.option("--duration", type=float, default=10.0, show_default=True, help="Seconds measured.")
+@click.option("--shots", type=int, default=None, help="Stop each match after N shots.")
+@click.option("--quick", is_flag=True, help="A run of under a minute: every figure, both modes.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--repeat", type=int, default=1, show_default=True, help="Runs; figures are medians.")
+@click.option("--rules", default="classic", show_default=True, help="Preset (single shots).")
+@click.option("--no-baseline", is_flag=True, help="Skip the bare baseline.")
+@click.option(
+    "--profile",
+    "profile_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="cProfile each started server into this folder (slows it down).",
+)
+def bench(
+    server: str | None,
+    server_pid: int | None,
+    matches: str,
+    pace: float,
+    mode: str,
+    duration: float,
+    shots: int | None,
+    quick: bool,
+    as_json: bool,
+    repeat: int,
+    rules: str,
+    no_baseline: bool,
+    profile_dir: Path | None,
+) -> None:
+    """Load-test a server with bot matches; every figure also as a ratio to a bare trio baseline."""
+    if rules not in PRESETS:
+        raise click.BadParameter(f"one of {', '.join(PRESETS)}", param_hint="--rules")
+    modes = list(MODES) if mode == "both" else [mode]
+    if quick:
+        scenarios = [Scenario(md, n, p, d) for md in modes for n, p, d in QUICK]
+    else:
+        scenarios = [
+            Scenario(md, n, max(0.0, pace), duration, shots) for md in modes for n in _ints(matches)
+        ]
+    console = Console(stderr=as_json, width=max(Console().width, 110))
+    report = run_bench(
+        scenarios,
+        server=_hostport(server) if server else None,
+        server_pid=server_pid,
+        baseline=not no_baseline,
+        repeat=max(1, repeat),
+        rules=preset(rules),
+        profile_dir=profile_dir,
+        console=Console(stderr=True),
+    )
+    if as_json:
+        click.echo(json.dumps(_strip(report), indent=2))
+    else:
+        print_report(report, console)

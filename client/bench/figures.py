@@ -1,0 +1,111 @@
+"""What the bench reports and how it reads a process: the figures and bars of a report, and
+the CPU and memory figures read from ``/proc``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import resource
+from pathlib import Path
+from typing import Any
+
+import trio
+
+__all__ = ["BARS", "FIGURES", "HUMAN_BAR_MATCHES", "MODES", "machine"]
+
+MODES = ("blind", "custody")
+#: Figures of one run, in report order: (key, label, unit, better).
+FIGURES: tuple[tuple[str, str, str, str], ...] = (
+    ("shots_per_s", "shots per second", "/s", "higher"),
+    ("rtt_p50_ms", "shot round trip p50", "ms", "lower"),
+    ("rtt_p99_ms", "shot round trip p99", "ms", "lower"),
+    ("server_cpu_pct", "server CPU", "% core", "lower"),
+    ("server_cpu_us_per_shot", "server CPU per shot", "us", "lower"),
+    ("server_kb_per_conn", "server memory per connection", "KB", "lower"),
+    ("client_cpu_pct", "load generator CPU", "% core", "lower"),
+)
+#: The bars of issue 5: (name, what it is measured on, limit, comparison).
+BARS: dict[str, tuple[str, float, str]] = {
+    "blind_rtt_ratio": ("blind RTT p50 / bare relay RTT p50 (least load)", 1.3, "<="),
+    "custody_rtt_ratio": ("custody RTT p50 / bare echo RTT p50 (least load)", 1.3, "<="),
+    "bot_throughput_ratio": (
+        "bot-speed blind shots/s / bare relay round trips/s (most matches)",
+        0.7,
+        ">=",
+    ),
+    "human_p99_ms": ("human-pace RTT p99, ms (5,000 matches for the real bar)", 10.0, "<="),
+    "server_kb_per_conn": ("server memory per connection, KB", 20.0, "<="),
+    "verify_ms_per_game": ("verify_record, ms per game", 5.0, "<="),
+}
+HUMAN_BAR_MATCHES = 5000  #: the human-pace p99 bar is set for this many matches
+
+
+def _cpu_seconds(pid: int | None) -> float | None:
+    """utime + stime of ``pid`` (all its threads), in seconds; ``None`` if unreadable."""
+    if pid is None:
+        return None
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text.rpartition(")")[2].split()
+    # Fields 14 and 15 of proc(5), counted after the ")" that ends the command name.
+    ticks = int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _rss_kb(pid: int | None) -> int | None:
+    """VmRSS of ``pid`` in KB; ``None`` if unreadable."""
+    if pid is None:
+        return None
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def _machine_busy_seconds() -> float | None:
+    """CPU seconds every core of the machine has spent busy (``/proc/stat``), all processes."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    # user nice system idle iowait irq softirq steal ...: everything but idle and iowait.
+    busy = sum(fields[:8]) - fields[3] - fields[4]
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
+def _raise_nofile() -> int:
+    """Raise the soft file-descriptor limit to the hard one; return the new soft limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY:
+        hard = max(soft, 1 << 20)
+    if soft < hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+    return soft
+
+
+def machine() -> dict[str, Any]:
+    """What the figures were measured on."""
+    cpu = platform.processor() or "?"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count() or 1,
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "system": f"{platform.system()} {platform.release()}",
+        "trio": trio.__version__,
+    }
