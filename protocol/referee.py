@@ -209,6 +209,11 @@ class Referee:
         return self.match.game
 
     @property
+    def lot_secret(self) -> bytes | None:
+        """The secret the lots are drawn from (``None``: they are fed), for a shell's journal."""
+        return self._lot
+
+    @property
     def over(self) -> bool:
         """Whether the match is over (the shell then signs and stores its record)."""
         return self.match.over

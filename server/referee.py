@@ -18,6 +18,7 @@ import secrets
 from collections.abc import Awaitable, Callable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import trio
@@ -32,6 +33,7 @@ from seabattle.protocol.rules import RuleSet
 from seabattle.protocol.session import MAX_S2C_FRAME
 
 from .config import ContextLog, Peer, Timers, peer_context
+from .journal import Clock, Journal, entry, replay
 from .metrics import Metrics
 
 __all__ = ["GAME_MESSAGES", "MODES", "Referee", "Seat"]
@@ -118,7 +120,15 @@ class Referee:
         finish: Callable[[Referee], Awaitable[None]],
         timers: Timers,
         metrics: Metrics | None = None,
+        journal: Journal | None = None,
+        clock: Clock | None = None,
+        recovered: list[bytes] | None = None,
+        lot: bytes | None = None,
     ) -> None:
+        """``journal``: store every accepted input before sending what it caused (``clock``
+        maps trio time to the journal's wall-clock time). ``recovered``: the journal of a match
+        that was running when the server stopped, whose lot secret is ``lot``: the match goes on
+        from where it stood."""
         self.match_id = match_id
         self.hex = match_id.hex()
         self.rules = rules
@@ -130,8 +140,13 @@ class Referee:
             rules=rules,
             mode=mode,
             players=(seats[0].player, seats[1].player),
-            lot=secrets.token_bytes(32),
+            lot=lot if lot is not None else secrets.token_bytes(32),
         )
+        self._journal = journal
+        self._clock = clock if clock is not None or journal is None else Clock()
+        self._recovered = recovered
+        self._jn = 0  #: the number of the next journal entry
+        self._failed = False  #: an input could not be journaled: the match cannot go on
         # A server holds thousands of referees, most never watched nor co-signed: the set of
         # spectators, the co-signatures and the ``done`` event are made when first needed.
         self._spectators: set[Peer] | None = None
@@ -215,35 +230,57 @@ class Referee:
             peers += self._spectators
         return peers
 
-    def _send(self, sends: list[Send]) -> None:
-        """Write what the pure referee said, and wake the match task if its time moved earlier.
+    def _out(self, sends: list[Send], what: tuple[Any, ...] | None) -> None:
+        """Carry out what one call of the pure referee said: journal ``what`` (the call, as an
+        entry; ``None`` if it changed nothing), then write ``sends``; wake the match task if its
+        time moved earlier."""
+        urgent = self.core.urgent
+        journal = self._journal
+        if journal is None:
+            if sends:
+                self._write(sends, urgent)
+        elif what is not None:
+            assert self._clock is not None
+            n, self._jn = self._jn, self._jn + 1
+            row = (self.hex, n, entry(*what[:-1], self._clock.wall(what[-1])))
+            journal.append(row, partial(self._write, sends, urgent), self._lost)
+        elif sends:
+            journal.after(partial(self._write, sends, urgent))
+        # It is woken only if it would otherwise sleep too long (its wake-up time moved earlier)
+        # or the match is over; a later time is found when it wakes at the earlier one. Waking
+        # it on every input cost a task switch, an Event and a tick per input.
+        if self.core.over or self.core.wake_at < self._sleep_until:
+            self._wake.set()
 
-        Everything one input makes a peer receive leaves in one write per peer, and the peer
-        who waits for it (the defender owing a verdict on a called shot, the shooter a verdict
-        answers) is written to first: the others' copies are not on the critical path.
+    def _write(self, sends: list[Send], urgent: int | None) -> None:
+        """Write ``sends``: what one input makes a peer receive leaves in one write per peer, and
+        the peer who waits for it (the defender owing a verdict on a called shot, the shooter a
+        verdict answers: ``urgent``) is written to first; the others are off the critical path.
         """
+        every = self._audience(ALL)
+        corked = [(p, u) for p in every if (u := _cork(p)) is not None]
         try:
-            if not sends:
-                return
-            every = self._audience(ALL)
-            corked = [(p, u) for p in every if (u := _cork(p)) is not None]
-            try:
-                for to, msg in sends:
-                    self._observe(msg)
-                    _broadcast(msg, every if to == ALL else self._audience(to))
-            finally:
-                if corked:
-                    urgent = self.core.urgent
-                    first = self.seats[urgent].peer if urgent is not None else None
-                    # sorted() is stable: the waiting peer first, the others in corking order.
-                    for _, uncork in sorted(corked, key=lambda pu: pu[0] is not first):
-                        uncork()
+            for to, msg in sends:
+                self._observe(msg)
+                _broadcast(msg, every if to == ALL else self._audience(to))
         finally:
-            # It is woken only if it would otherwise sleep too long (its wake-up time moved
-            # earlier) or the match is over; a later time is found when it wakes at the earlier
-            # one. Waking it on every input cost a task switch, an Event and a tick per input.
-            if self.core.over or self.core.wake_at < self._sleep_until:
-                self._wake.set()
+            if corked:
+                first = self.seats[urgent].peer if urgent is not None else None
+                # sorted() is stable: the waiting peer first, the others in corking order.
+                for _, uncork in sorted(corked, key=lambda pu: pu[0] is not first):
+                    uncork()
+
+    def _lost(self) -> None:
+        """An input could not be journaled: what it caused is never sent, and the match ends."""
+        self._failed = True
+        self._wake.set()
+
+    async def _flushed(self) -> None:
+        """Wait until everything this match said has been journaled and written."""
+        if self._journal is not None and not self._journal.idle:
+            done = trio.Event()
+            self._journal.after(done.set)
+            await done.wait()
 
     def _observe(self, msg: m.Message) -> None:
         """Metrics and logs of what the match says."""
@@ -278,7 +315,8 @@ class Referee:
         old, s.peer = s.peer, peer
         if old is not None and old is not peer:
             old.close("replaced")
-        self._send(self.core.seat_back(seat, trio.current_time()))
+        now = trio.current_time()
+        self._out(self.core.seat_back(seat, now), ("back", seat, now))
         self.log.info(
             "seat %d attached (%s)", seat, peer.player[:12], extra=peer_context(peer, seat=seat)
         )
@@ -291,7 +329,8 @@ class Referee:
         if seat is None:
             return
         self.seats[seat].peer = None
-        self._send(self.core.seat_gone(seat, trio.current_time()))
+        now = trio.current_time()
+        self._out(self.core.seat_gone(seat, now), ("gone", seat, now))
         if not self.over:
             self.log.info(
                 "seat %d disconnected; %ds grace",
@@ -306,7 +345,11 @@ class Referee:
         if self._spectators is None:
             self._spectators = set()
         self._spectators.add(peer)
-        peer.send(self.core.snapshot(None, trio.current_time()))
+        snapshot = self.core.snapshot(None, trio.current_time())
+        if self._journal is None:
+            peer.send(snapshot)
+        else:  # behind what is still being journaled, which the snapshot already shows
+            self._journal.after(partial(peer.send, snapshot))
 
     def unwatch(self, peer: Peer) -> bool:
         """Stop sending ``peer`` the match's events; whether it was watching."""
@@ -320,11 +363,14 @@ class Referee:
 
     def handle(self, seat: int, msg: m.Message) -> None:
         """Apply one game message from ``seat``; raises :class:`ProtocolError` to refuse it."""
-        self._send(self.core.receive(seat, msg, trio.current_time()))
+        core, now = self.core, trio.current_time()
+        sends = core.receive(seat, msg, now)
+        self._out(sends, ("in", seat, m.encode(msg), now) if core.accepted else None)
 
     def leave(self, seat: int) -> None:
         """``seat``'s player left the match: it forfeits the game in play and every later one."""
-        self._send(self.core.leave(seat, trio.current_time()))
+        now = trio.current_time()
+        self._out(self.core.leave(seat, now), ("leave", seat, now))
         self._wake.set()
 
     # -- the match task ---------------------------------------------------------------------------
@@ -333,7 +379,15 @@ class Referee:
         # A plain function, not run()'s body: logging materialises the frame that calls it,
         # and run()'s would keep that object for the whole match.
         now = trio.current_time()
-        self._send(self.core.start(now))
+        if self._recovered is not None:
+            assert self._clock is not None
+            replay(self.core, self._recovered, self._clock)
+            self._jn = len(self._recovered)
+            self._recovered = None
+            self.log.info("recovered from %d journal entries", self._jn)
+        else:
+            lot = self.core.lot_secret
+            self._out(self.core.start(now), ("start", lot, self.public, now))
         for i in (0, 1):
             peer = self.seats[i].peer
             ctx = {"seat": i, "player": self.seats[i].player}
@@ -342,8 +396,9 @@ class Referee:
             self.log.info("seat %d: %s", i, self.seats[i].player[:12], extra=ctx)
         for i in (0, 1):
             if self.seats[i].peer is None:
-                # Gone while the match was being stored: its grace period runs from the start.
-                self._send(self.core.seat_gone(i, now))
+                # Gone while the match was being stored (or the server was down): its grace
+                # period runs from the start.
+                self._out(self.core.seat_gone(i, now), ("gone", i, now))
 
     async def run(self) -> None:
         """Play the match to its end, then hand it to ``finish`` (record, store, ladder)."""
@@ -351,6 +406,8 @@ class Referee:
             self._start()
             core = self.core
             while not core.over:
+                if self._failed:
+                    raise RuntimeError("an input could not be journaled")
                 self._sleep_until = at = core.wake_at
                 if at > trio.current_time():
                     # An alarm in the server's timer heap rather than a cancel scope of its own
@@ -360,8 +417,11 @@ class Referee:
                     await self._wake.wait()
                     self._wake = trio.Event()
                 self._sleep_until = -math.inf
-                self._send(core.tick(trio.current_time()))
+                now = trio.current_time()
+                sends = core.tick(now)
+                self._out(sends, ("tick", now) if sends else None)
             self.over = True
+            await self._flushed()
             await self._finish(self)
         except Exception:
             self.log.exception("referee failed")

@@ -1,0 +1,209 @@
+"""The journal: every input a running match accepted, stored before anything it caused is sent.
+
+Theory of operation. A match is its pure referee (:mod:`seabattle.protocol.referee`), and the pure
+referee is the inputs it was fed: feeding the same inputs, with the same times, to a fresh one
+gives the same state and the same messages. So a server that stores each accepted input before it
+sends what the input caused can lose nothing a player was told: after a crash, a restart feeds
+each running match's journal to a fresh referee (:func:`replay`) and the match goes on.
+
+Group commit. :meth:`Journal.append` queues a row with the sends it holds back; the writer task
+(:meth:`Journal.run`) takes everything queued, waits ``window`` seconds for more (0: the rest of
+this scheduler pass), writes the batch in one transaction (one worker-thread round trip), and only
+then lets the sends go, in the order they were queued. :meth:`Journal.after` queues sends with no
+row of their own behind the rows before them (a snapshot, a status), so that nothing overtakes.
+A batch that cannot be written releases nothing: its matches are told and ended (``failed``).
+
+Entries (msgpack arrays; ``t`` is wall-clock seconds, see :class:`Clock`):
+
+* ``["start", lot, public, t]``: the match began; ``lot`` is the secret its lots are drawn from;
+* ``["in", seat, message, t]``: the wire map of a game message the referee accepted from ``seat``;
+* ``["tick", t]``: time decided something (a clock ran out, a seat was away too long);
+* ``["gone", seat, t]``, ``["back", seat, t]``, ``["leave", seat, t]``: presence.
+
+What a stolen database reveals (``spec/protocol.md`` 13): in custody mode the ``place`` entries of
+running matches hold fleets and secrets; blind-mode entries hold only what both players were
+shown. The store's files are created readable by the server's user only.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
+
+import msgpack
+import trio
+from seabattle.protocol import messages as m
+from seabattle.protocol.referee import Referee
+
+__all__ = ["Clock", "Journal", "JournalStore", "ReplayError", "entry", "replay", "started"]
+
+_log = logging.getLogger("seabattle.server.journal")
+
+Row = tuple[str, int, bytes]
+"""(match id as hex, entry number from 0, packed entry)."""
+
+
+class JournalStore(Protocol):
+    """What the journal needs of the store."""
+
+    async def append_journal(self, rows: list[Row]) -> None:
+        """Store ``rows`` in one transaction."""
+
+
+class Clock:
+    """Trio time for the shell and wall-clock time for the journal, one mapped onto the other.
+
+    The pure referee is fed trio time (so tests run it in virtual time); a journal outlives the
+    process whose trio clock it was, so its entries carry wall-clock time, and a replay maps them
+    back onto the new process's trio clock.
+    """
+
+    __slots__ = ("_offset",)
+
+    def __init__(self) -> None:
+        self._offset = time.time() - trio.current_time()
+
+    def wall(self, now: float) -> float:
+        """Wall-clock seconds of trio time ``now``."""
+        return now + self._offset
+
+    def trio(self, wall: float) -> float:
+        """Trio time of wall-clock seconds ``wall``."""
+        return wall - self._offset
+
+
+def entry(*fields: Any) -> bytes:
+    """One journal entry, packed."""
+    packed: bytes = msgpack.packb(list(fields), use_bin_type=True)
+    return packed
+
+
+class ReplayError(Exception):
+    """A journal that cannot be replayed: the match it belongs to is ended as aborted."""
+
+
+def started(first: bytes) -> tuple[bytes, bool]:
+    """The lot secret and the public flag from a journal's first entry (:class:`ReplayError`)."""
+    try:
+        kind, lot, public, _t = msgpack.unpackb(first, raw=False)
+        if kind != "start" or not isinstance(lot, bytes) or not isinstance(public, bool):
+            raise ValueError("not a start entry")
+    except Exception as err:
+        raise ReplayError(f"entry 0: the journal does not begin with its start ({err})") from None
+    return lot, public
+
+
+def replay(core: Referee, entries: Iterable[bytes], clock: Clock) -> None:
+    """Feed a whole journal (its ``start`` first) to ``core``, a fresh referee made with the lot
+    :func:`started` read from it; raises :class:`ReplayError` naming the entry that failed. What
+    the referee sends is dropped: the players were told it before the crash."""
+    for n, packed in enumerate(entries):
+        try:
+            kind, *rest = msgpack.unpackb(packed, raw=False)
+            now = clock.trio(float(rest[-1]))
+            if n == 0:
+                if kind != "start":
+                    raise ReplayError("the journal does not begin with its start")
+                core.start(now)
+            elif kind == "in":
+                core.receive(int(rest[0]), m.decode(rest[1]), now)
+            elif kind == "tick":
+                core.tick(now)
+            elif kind == "gone":
+                core.seat_gone(int(rest[0]), now)
+            elif kind == "back":
+                core.seat_back(int(rest[0]), now)
+            elif kind == "leave":
+                core.leave(int(rest[0]), now)
+            else:
+                raise ReplayError(f"unknown entry {kind!r}")
+        except ReplayError as err:
+            raise ReplayError(f"entry {n}: {err}") from None
+        except Exception as err:  # a corrupted row must never take the server down
+            raise ReplayError(f"entry {n}: {type(err).__name__}: {err}") from None
+
+
+class _Held:
+    """Sends held back until every row queued before them (and their own) is stored."""
+
+    __slots__ = ("failed", "release", "row")
+
+    def __init__(
+        self, row: Row | None, release: Callable[[], None], failed: Callable[[], None] | None
+    ) -> None:
+        self.row, self.release, self.failed = row, release, failed
+
+
+class Journal:
+    """The server's group-commit writer; see the module docstring."""
+
+    def __init__(self, store: JournalStore, *, window: float = 0.0) -> None:
+        self.store = store
+        self.window = window
+        self._queue: list[_Held] = []
+        self._wake = trio.Event()
+        self.batches = 0  #: transactions written
+        self.rows = 0  #: rows written
+
+    def append(
+        self,
+        row: Row,
+        release: Callable[[], None],
+        failed: Callable[[], None] | None = None,
+    ) -> None:
+        """Store ``row``, then call ``release`` (or ``failed`` if it could not be stored)."""
+        self._queue.append(_Held(row, release, failed))
+        self._wake.set()
+
+    def after(self, release: Callable[[], None]) -> None:
+        """Call ``release`` once every row queued so far is stored (at once if none is)."""
+        if not self._queue:
+            release()
+            return
+        self._queue.append(_Held(None, release, None))
+
+    @property
+    def idle(self) -> bool:
+        """Whether nothing is waiting to be written."""
+        return not self._queue
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Write batches until cancelled; what is queued when cancelled is written first."""
+        task_status.started()
+        try:
+            while True:
+                await self._wake.wait()
+                self._wake = trio.Event()
+                if self.window > 0:
+                    await trio.sleep(self.window)
+                else:
+                    await trio.lowlevel.checkpoint()
+                await self._flush()
+        finally:
+            with trio.CancelScope(shield=True):
+                await self._flush()
+
+    async def _flush(self) -> None:
+        batch, self._queue = self._queue, []
+        if not batch:
+            return
+        rows = [h.row for h in batch if h.row is not None]
+        try:
+            if rows:
+                await self.store.append_journal(rows)
+        except Exception:
+            _log.exception("journal write failed: %d rows not stored", len(rows))
+            for h in batch:
+                if h.failed is not None:
+                    h.failed()
+            return
+        self.batches += 1
+        self.rows += len(rows)
+        for h in batch:
+            try:
+                h.release()
+            except Exception:  # one peer's failure must not hold back the others' sends
+                _log.exception("releasing journaled sends failed")
+
