@@ -1,0 +1,107 @@
+"""What every part of `Store` stands on: the one connection, the worker thread each call runs
+in, and the blocking helpers that run there (the theory of operation is in ``store``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import trio
+
+from .schema import Dialect, NotFound
+from .store_rows import _MATCH_COLS, MatchRow, _match
+
+__all__ = ["StoreBase"]
+
+_T = TypeVar("_T")
+
+
+def _op_name(fn: Callable[..., Any]) -> str:
+    """``upsert_player`` for ``PlayerStore.upsert_player.<locals>.run``: every method's blocking
+    body is a local function of the method, so its qualified name names the method (whichever
+    part of `Store` defines it)."""
+    parts = str(getattr(fn, "__qualname__", "?")).split(".")
+    # A shared private body (``_end_match``: finish and abort) is named without its underscore.
+    return (parts[-3] if len(parts) > 2 and parts[-2] == "<locals>" else parts[-1]).lstrip("_")
+
+
+class StoreBase:
+    """The connection, its thread and its blocking helpers, shared by the parts of `Store`."""
+
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        dialect: Dialect,
+        limiter: trio.CapacityLimiter,
+        on_call: Callable[[str, float], None] | None = None,
+    ) -> None:
+        """Wrap an open, migrated connection; use `Store.open` rather than calling this."""
+        self._conn = conn
+        self._dialect = dialect
+        self._limiter = limiter
+        self._closed = False
+        self._on_call = on_call
+
+    async def _run(self, fn: Callable[..., _T], *args: Any) -> _T:
+        if self._closed:
+            raise trio.ClosedResourceError("the store is closed")
+        if self._on_call is None:
+            return await trio.to_thread.run_sync(fn, *args, limiter=self._limiter)
+        # Wall time, not trio's clock: the cost is in a thread, which a test's virtual clock
+        # does not see (and may jump across while it waits).
+        start = time.perf_counter()
+        try:
+            return await trio.to_thread.run_sync(fn, *args, limiter=self._limiter)
+        finally:
+            self._on_call(_op_name(fn), time.perf_counter() - start)
+
+    # Blocking helpers; they only ever run inside _run, one at a time.
+
+    def _exec(self, cur: sqlite3.Cursor, query: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        return cur.execute(self._dialect.sql(query), params)
+
+    def _one(self, query: str, params: Sequence[Any]) -> Any:
+        cur = self._conn.cursor()
+        try:
+            return self._exec(cur, query, params).fetchone()
+        finally:
+            cur.close()
+
+    def _all(self, query: str, params: Sequence[Any]) -> list[Any]:
+        cur = self._conn.cursor()
+        try:
+            return self._exec(cur, query, params).fetchall()
+        finally:
+            cur.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Cursor]:
+        cur = self._conn.cursor()
+        try:
+            cur.execute(self._dialect.begin_write)
+            try:
+                yield cur
+                cur.execute("COMMIT")
+            except BaseException:
+                # A failed COMMIT (e.g. busy) leaves the transaction open; end it either way.
+                if self._conn.in_transaction:
+                    cur.execute("ROLLBACK")
+                raise
+        finally:
+            cur.close()
+
+    # Shared by every part that changes a match or what hangs off it (records, ratings).
+
+    def _match_for_update(self, cur: sqlite3.Cursor, match_id: str) -> MatchRow:
+        row = self._exec(
+            cur,
+            f"SELECT {_MATCH_COLS} FROM matches WHERE id = ?{self._dialect.lock_rows}",
+            (match_id,),
+        ).fetchone()
+        if row is None:
+            raise NotFound(f"no match {match_id!r}")
+        return _match(row)
