@@ -6,8 +6,14 @@ gets back messages, or errors to answer; it turns messages into bytes with :meth
 Handshake (``spec/protocol.md`` section "Session"): the client sends ``hello``; the server answers
 ``welcome`` with its identity key and a 32-byte challenge; the client proves its key with ``auth``;
 the server answers ``authed``. Until then only these messages may pass: any other is answered with
-``HANDSHAKE_REQUIRED`` and dropped, and the session goes on. In a peer match the listening peer
-takes the server role for the handshake.
+``HANDSHAKE_REQUIRED`` and dropped, and the session goes on.
+
+Peer play (``spec/protocol.md`` 6.7) needs no role of its own: the hosting peer plays
+``Role.SERVER``'s rows of the handshake and the joining peer ``Role.CLIENT``'s. What differs is the
+direction rule, once both sides have agreed the capability ``peer`` (``hello.caps`` offers it and
+``welcome.caps`` lists it): the game messages of :data:`PEER_MESSAGES` then travel both ways, and
+the lobby requests and the server's events are refused, except the host's ``start``. The
+connection sees the agreement go past in its own handshake, so the shell sets nothing.
 
 Error handling: a frame that breaks framing (too large, truncated) ends the session, because the
 byte stream can no longer be trusted to be in step. A well-framed body that is not a valid message
@@ -29,6 +35,7 @@ from .errors import ErrorCode, LocalProtocolError, RemoteProtocolError
 __all__ = [
     "MAX_C2S_FRAME",
     "MAX_S2C_FRAME",
+    "PEER_MESSAGES",
     "SUPPORTED_VERSIONS",
     "Connection",
     "Role",
@@ -84,6 +91,24 @@ SEND: dict[tuple[Role, State, str], State] = {
 _FATAL = frozenset({ErrorCode.FRAME_TOO_LARGE, ErrorCode.TRUNCATED_FRAME})
 # Messages that may cross in any state: errors (a refused auth), heartbeats and goodbyes.
 _ANY_STATE = frozenset({"error", "ping", "pong", "bye"})
+_HANDSHAKE = frozenset({"hello", "welcome", "auth", "authed"})
+
+PEER_MESSAGES = frozenset({"commit", "fire", "radar", "answer", "reveal", "coin", "cosign"})
+"""What travels in both directions in a ``peer`` session (``spec/protocol.md`` 6.7): the game
+inputs, which in refereed play only a client sends, go from each peer to the other."""
+
+# The tags each role may receive: by direction (spec 2.4), and in a peer session (6.7) the
+# session messages, the game messages both ways, and the host's ``start`` for the joiner. A set
+# of tags per connection costs the hot path one lookup, however the rule came about.
+_INBOUND = {
+    role: frozenset(t for t, cls in m.MESSAGES.items() if cls.DIR is not refused)
+    for role, refused in ((Role.CLIENT, m.Dir.C2S), (Role.SERVER, m.Dir.S2C))
+}
+_PEER_INBOUND = {
+    role: (tags & (_HANDSHAKE | _ANY_STATE | {"start"})) | PEER_MESSAGES
+    for role, tags in _INBOUND.items()
+}
+_PEER = "peer"  # the capability (spec 4.2)
 
 
 def auth_payload(challenge: bytes, server_key: bytes, client_key: bytes) -> bytes:
@@ -107,7 +132,16 @@ class Connection:
     """One side of one connection, as a pure state machine."""
 
     # A server holds one per connection, thousands at once.
-    __slots__ = ("_allowed_in", "_decoder", "max_recv", "max_send", "role", "state")
+    __slots__ = (
+        "_decoder",
+        "_inbound",
+        "_peer_offered",
+        "max_recv",
+        "max_send",
+        "peer",
+        "role",
+        "state",
+    )
 
     def __init__(
         self,
@@ -131,7 +165,10 @@ class Connection:
         self.max_recv = max_recv if max_recv is not None else both or default_recv
         self.max_send = max_send if max_send is not None else both or default_send
         self._decoder = FrameDecoder(self.max_recv)
-        self._allowed_in = m.Dir.S2C if role is Role.CLIENT else m.Dir.C2S
+        self._inbound = _INBOUND[role]
+        #: Whether the handshake agreed the capability ``peer``: a peer session (spec 6.7).
+        self.peer = False
+        self._peer_offered = False  # hello listed ``peer``; welcome decides
 
     def receive_data(
         self, data: bytes | bytearray | memoryview
@@ -171,12 +208,10 @@ class Connection:
 
     def _accept(self, msg: m.Message) -> m.Message:
         tag = msg.TAG
-        if msg.DIR is not m.Dir.BOTH and msg.DIR is not self._allowed_in:
-            raise RemoteProtocolError(
-                ErrorCode.UNEXPECTED_MESSAGE, f"{tag!r} is not sent to a {self.role.value}"
-            )
+        if tag not in self._inbound:
+            raise RemoteProtocolError(ErrorCode.UNEXPECTED_MESSAGE, self._misdirected(tag))
         if self.state is State.READY or tag in _ANY_STATE:
-            if self.state is State.READY and tag in ("hello", "welcome", "auth", "authed"):
+            if self.state is State.READY and tag in _HANDSHAKE:
                 raise RemoteProtocolError(ErrorCode.UNEXPECTED_MESSAGE, "the handshake is done")
             return msg
         nxt = RECV.get((self.role, self.state, tag))
@@ -191,8 +226,24 @@ class Connection:
                 f"versions {list(msg.versions)} offered; "
                 f"this side speaks {list(SUPPORTED_VERSIONS)}",
             )
+        self._caps(msg)
         self.state = nxt
         return msg
+
+    def _misdirected(self, tag: str) -> str:
+        if self.peer and tag in _INBOUND[self.role]:
+            return f"{tag!r} is not used in peer play"
+        return f"{tag!r} is not sent to a {self.role.value}"
+
+    def _caps(self, msg: m.Message) -> None:
+        """Follow the capability ``peer`` through the handshake, sent or received alike."""
+        if isinstance(msg, m.Hello):
+            self._peer_offered = _PEER in msg.caps
+        elif isinstance(msg, m.Welcome) and self._peer_offered and _PEER in msg.caps:
+            # Only what both sides listed is agreed (spec 4.2): a welcome naming ``peer`` to a
+            # hello that did not offer it starts no peer session.
+            self.peer = True
+            self._inbound = _PEER_INBOUND[self.role]
 
     def send(self, msg: m.Message) -> bytes:
         """The frame for ``msg``; raises :class:`LocalProtocolError` if it may not be sent now."""
@@ -206,6 +257,7 @@ class Connection:
                     ErrorCode.HANDSHAKE_REQUIRED,
                     f"cannot send {tag!r} in handshake state {self.state.value!r}",
                 )
+            self._caps(msg)
             self.state = nxt
         return m.frame(msg, max_frame=self.max_send)
 

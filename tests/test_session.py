@@ -6,7 +6,14 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.protocol import messages as m
 from seabattle.protocol.errors import ErrorCode, LocalProtocolError, RemoteProtocolError
-from seabattle.protocol.session import Connection, Role, State, auth_payload, check_auth
+from seabattle.protocol.session import (
+    PEER_MESSAGES,
+    Connection,
+    Role,
+    State,
+    auth_payload,
+    check_auth,
+)
 
 
 def _pub(k: Ed25519PrivateKey) -> bytes:
@@ -133,3 +140,80 @@ def test_frame_limits_can_be_overridden() -> None:
     with pytest.raises(LocalProtocolError) as e:
         Connection(Role.CLIENT, max_send=100).send(m.Hello((1,), "x" * 200, ()))
     assert e.value.code == ErrorCode.FRAME_TOO_LARGE
+
+
+# -- peer play (spec 6.7): the host plays the server's rows, the joiner the client's ------------
+
+
+def peer_handshake(
+    offered: tuple[str, ...] = ("peer",), listed: tuple[str, ...] = ("peer",)
+) -> tuple[Connection, Connection]:
+    """(host, joiner) after a handshake whose hello offers ``offered``, welcome lists ``listed``."""
+    host, joiner = Connection(Role.SERVER, 65536), Connection(Role.CLIENT, 65536)
+    hkey, jkey = Ed25519PrivateKey.generate(), Ed25519PrivateKey.generate()
+    host.receive_data(joiner.send(m.Hello((1,), "test", offered)))
+    joiner.receive_data(host.send(m.Welcome(1, listed, _pub(hkey), b"c" * 32, True)))
+    sig = jkey.sign(auth_payload(b"c" * 32, _pub(hkey), _pub(jkey)))
+    host.receive_data(joiner.send(m.Auth(_pub(jkey), sig, "joiner", None)))
+    joiner.receive_data(host.send(m.Authed(_pub(jkey).hex(), b"")))
+    assert host.state is State.READY and joiner.state is State.READY
+    return host, joiner
+
+
+PEER_GAME = [
+    m.Commit(b"m" * 16, 1, {"root": b"r" * 32}),
+    m.Coin(b"m" * 16, 1, b"h" * 32, None),
+    m.Fire(b"m" * 16, 1, ("A1",), 0, 1),
+    m.Radar(b"m" * 16, 1, "B2", 0, 2),
+    m.Answer(b"m" * 16, 1, {"n": 1}),
+    m.RevealMsg(b"m" * 16, 1, {"fleet": []}),
+    m.CoSign(b"m" * 16, b"h" * 32, b"s" * 64),
+]
+
+
+def test_a_peer_session_carries_the_game_messages_both_ways() -> None:
+    host, joiner = peer_handshake()
+    assert host.peer and joiner.peer
+    assert {msg.TAG for msg in PEER_GAME} == PEER_MESSAGES
+    for msg in PEER_GAME:
+        assert joiner.receive_data(host.send(msg)) == [msg]
+        assert host.receive_data(joiner.send(msg)) == [msg]
+    start = m.Start(b"m" * 16, 1, {"preset": "classic"}, "peer", ("a" * 64, "b" * 64))
+    assert joiner.receive_data(host.send(start)) == [start]
+
+
+@pytest.mark.parametrize(
+    ("to_host", "msg"),
+    [
+        (True, m.ListMatches(1)),  # a lobby request
+        (False, m.Ok(1, {})),  # server events
+        (False, m.GameStart(b"m" * 16, 1, 0)),
+        (True, m.Start(b"m" * 16, 1, {}, "peer", ("a" * 64, "b" * 64))),  # only the host starts
+    ],
+)
+def test_a_peer_session_refuses_what_peer_play_does_not_use(to_host: bool, msg: m.Message) -> None:
+    host, joiner = peer_handshake()
+    sender, receiver = (joiner, host) if to_host else (host, joiner)
+    (err,) = receiver.receive_data(sender.send(msg))
+    assert isinstance(err, RemoteProtocolError) and err.code is ErrorCode.UNEXPECTED_MESSAGE
+    assert receiver.receive_data(sender.send(m.Ping(1))) == [m.Ping(1)]  # and it goes on
+
+
+@pytest.mark.parametrize(("offered", "listed"), [((), ("peer",)), (("peer",), ())])
+def test_peer_is_agreed_only_when_hello_offers_it_and_welcome_lists_it(
+    offered: tuple[str, ...], listed: tuple[str, ...]
+) -> None:
+    host, joiner = peer_handshake(offered, listed)
+    assert not host.peer and not joiner.peer
+    # The refereed direction rule holds: a client is not sent client-to-server messages.
+    (err,) = joiner.receive_data(host.send(PEER_GAME[0]))
+    assert isinstance(err, RemoteProtocolError) and err.code is ErrorCode.UNEXPECTED_MESSAGE
+
+
+def test_game_messages_wait_for_the_end_of_a_peer_handshake() -> None:
+    host, joiner = Connection(Role.SERVER), Connection(Role.CLIENT)
+    host.receive_data(joiner.send(m.Hello((1,), "test", ("peer",))))
+    joiner.receive_data(host.send(m.Welcome(1, ("peer",), b"k" * 32, b"c" * 32, True)))
+    rogue, _ = peer_handshake()
+    (err,) = joiner.receive_data(rogue.send(PEER_GAME[0]))
+    assert isinstance(err, RemoteProtocolError) and err.code is ErrorCode.HANDSHAKE_REQUIRED
