@@ -1,0 +1,169 @@
+"""``seabattle host`` and ``seabattle join``: peer play, no server; both seats sign the record."""
+
+from __future__ import annotations
+
+import random
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import click
+import trio
+
+from .cli_common import _hostport, _rules_arg, _unwrap, console
+
+__all__ = ["host_cmd", "join_cmd"]
+
+
+def _peer_player(bot_name: str | None, seed: int | None) -> Any:
+    from seabattle.client.bots import make_strategy
+    from seabattle.client.peer import BotPlayer
+
+    if bot_name is None:
+        from seabattle.client.human import ConsolePlayer
+
+        return ConsolePlayer(console)
+    rng = random.Random(seed) if seed is not None else None
+    return BotPlayer(make_strategy(bot_name), rng)
+
+
+def _peer_reporter(verbose: bool, human: bool) -> Callable[[str, Any], None] | None:
+    if human and not verbose:
+        return None  # the terminal player tells its person everything already
+
+    def report(kind: str, data: Any) -> None:
+        if kind == "firing":
+            console.print(f"game {data['game']}: seat {data['first']} fires first")
+        elif kind == "game_over":
+            o = data["outcome"]
+            console.print(f"game {data['game']} over: winner seat {o['winner']} ({o['reason']})")
+        elif verbose and kind == "result":
+            cells = ", ".join(c.label() for c in data["cells"])
+            v = data["verdict"]
+            res = [r.result.value for r in v.results] or [f"total {v.total}"]
+            console.print(f"  {cells}: {', '.join(map(str, res))}")
+
+    return report
+
+
+def _finish_peer(result: Any, save: str | None) -> None:
+    from seabattle.protocol.record import dump_record
+
+    outcome = "won" if result.won else "drawn" if result.won is None else "lost"
+    summary = result.match.to_dict()
+    wins, seat = summary["wins"], result.seat
+    console.print(
+        f"match {outcome}: {wins[seat]}-{wins[1 - seat]} in games, "
+        f"{summary['games']} game(s) played; scores {summary['scores']}"
+    )
+    status = "[green]verifies[/green]" if result.report.ok else f"[red]{result.report.reason}[/red]"
+    console.print(f"record signed by both seats: {status}")
+    if save:
+        Path(save).write_bytes(dump_record(result.signed))
+        console.print(f"record saved to {save}")
+    if not result.report.ok:
+        sys.exit(1)
+
+
+def _run_peer(play: Callable[[], Awaitable[Any]], other: str) -> Any:
+    """Run a peer match; a person leaving, or the other side going away, ends it with a message."""
+    from seabattle.client.peer import PeerCheated
+    from seabattle.client.tui import Quit
+    from seabattle.client.wire import ConnectionClosed
+
+    try:
+        return trio.run(play)
+    except BaseException as raised:
+        e = _unwrap(raised)
+        if isinstance(e, Quit | KeyboardInterrupt):
+            console.print("you left the match: it has no record")
+            sys.exit(1)
+        if isinstance(e, ConnectionClosed):
+            raise click.ClickException(f"{other} left before the end of the match ({e})") from None
+        if isinstance(e, PeerCheated):
+            raise click.ClickException(f"{other} broke the protocol: {e}") from None
+        if isinstance(e, OSError):
+            raise e from None
+        raise
+
+
+@click.command("host")
+@click.option("--port", default=0, show_default=True, type=int, help="0 picks a free port.")
+@click.option("--bind", default="127.0.0.1", show_default=True)
+@click.option("--rules", "rules_", default="classic", show_default=True, help="Preset or JSON.")
+@click.option("--bot", "bot_name", default=None, help="Let a bot strategy play this side.")
+@click.option("--key", default=None, help="Identity key file (a guest key if omitted).")
+@click.option("--save", default=None, type=click.Path(dir_okay=False), help="Save the record.")
+@click.option("--seed", default=None, type=int)
+@click.option("-v", "--verbose", is_flag=True)
+def host_cmd(
+    port: int,
+    bind: str,
+    rules_: str,
+    bot_name: str | None,
+    key: str | None,
+    save: str | None,
+    seed: int | None,
+    verbose: bool,
+) -> None:
+    """Host a peer match (no server): wait for one joiner and play."""
+    from seabattle.client.peer import host
+
+    rules = _rules_arg(rules_)
+    player = _peer_player(bot_name, seed)
+
+    async def run() -> Any:
+        async with trio.open_nursery() as nursery:
+            box: list[Any] = []
+
+            async def serve(task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
+                box.append(
+                    await host(
+                        player,
+                        rules=rules,
+                        port=port,
+                        bind=bind,
+                        key=key,
+                        on_event=_peer_reporter(verbose, bot_name is None),
+                        task_status=task_status,
+                    )
+                )
+
+            addr = await nursery.start(serve)
+            console.print(f"hosting {rules.name} on {addr[0]}:{addr[1]}; waiting for a joiner")
+        return box[0]
+
+    _finish_peer(_run_peer(run, "the joiner"), save)
+
+
+@click.command("join")
+@click.argument("address")
+@click.option("--bot", "bot_name", default=None, help="Let a bot strategy play this side.")
+@click.option("--key", default=None, help="Identity key file (a guest key if omitted).")
+@click.option("--name", default="peer", show_default=True)
+@click.option("--save", default=None, type=click.Path(dir_okay=False), help="Save the record.")
+@click.option("--seed", default=None, type=int)
+@click.option("-v", "--verbose", is_flag=True)
+def join_cmd(
+    address: str,
+    bot_name: str | None,
+    key: str | None,
+    name: str,
+    save: str | None,
+    seed: int | None,
+    verbose: bool,
+) -> None:
+    """Join a peer match hosted at ADDRESS (HOST:PORT)."""
+    from seabattle.client.peer import join
+
+    h, p = _hostport(address)
+    player = _peer_player(bot_name, seed)
+    reporter = _peer_reporter(verbose, bot_name is None)
+    try:
+        result = _run_peer(
+            lambda: join(player, h, p, key=key, name=name, on_event=reporter), "the host"
+        )
+    except OSError as e:
+        raise click.ClickException(f"cannot reach {address}: {e}") from None
+    _finish_peer(result, save)

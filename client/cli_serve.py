@@ -1,0 +1,206 @@
+"""``seabattle serve`` and ``seabattle demo``: run a referee server, or show one match end to end.
+
+The only commands that import ``seabattle.server``, and only inside the command, when it runs.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+import trio
+from seabattle.protocol.rules import RuleSet
+
+from .cli_common import _rules_arg, _rules_map, console
+
+__all__ = ["demo", "serve"]
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=7010, show_default=True, type=int)
+@click.option(
+    "--db", default="seabattle.db", show_default=True, help="SQLite database file (WAL mode)."
+)
+@click.option(
+    "--key", default="server.key", show_default=True, help="Identity key file (created if missing)."
+)
+@click.option("--no-guests", is_flag=True, help="Refuse unregistered keys.")
+@click.option("--tls-cert", default=None, type=click.Path(dir_okay=False))
+@click.option("--tls-key", default=None, type=click.Path(dir_okay=False))
+@click.option(
+    "--json",
+    "--json-status",
+    "json_status",
+    is_flag=True,
+    help="Status as JSON lines on stdout: one when listening, one with totals on shutdown.",
+)
+@click.option(
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="Log lines on stderr: text, or one JSON object per line.",
+)
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help="Serve Prometheus metrics at /metrics on this port (0: any free port, printed).",
+)
+@click.option(
+    "--metrics-host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address the metrics endpoint binds.",
+)
+def serve(
+    host: str,
+    port: int,
+    db: str,
+    key: str,
+    no_guests: bool,
+    tls_cert: str | None,
+    tls_key: str | None,
+    json_status: bool,
+    log_format: str,
+    metrics_port: int | None,
+    metrics_host: str,
+) -> None:
+    """Run a referee server."""
+    try:
+        from seabattle.server import app
+    except ImportError as e:
+        raise click.ClickException(f"the server is not available: {e}") from None
+    app.main(
+        host=host,
+        port=port,
+        db=db,
+        key=key,
+        guests=not no_guests,
+        tls_cert=tls_cert,
+        tls_key=tls_key,
+        json_status=json_status,
+        log_format=log_format,
+        metrics_port=metrics_port,
+        metrics_host=metrics_host,
+    )
+
+
+async def _demo_server(rules: RuleSet, tmp: str) -> dict[str, Any]:
+    """Two bots play one match through an in-process server; fetch and verify the record."""
+    from seabattle.client.api import connect, play_match
+    from seabattle.client.bots import make_strategy
+    from seabattle.protocol.record import verify_record
+    from seabattle.server import app
+
+    db, key = str(Path(tmp) / "demo.db"), str(Path(tmp) / "server.key")
+    async with trio.open_nursery() as nursery:
+        addr = await nursery.start(
+            functools.partial(app.serve, "127.0.0.1", 0, db_path=db, key_path=key)
+        )
+        host, port = addr
+        async with connect(host, port, name="alice") as a, connect(host, port, name="bob") as b:
+            rmap = _rules_map(rules)
+            results: list[Any] = [None, None]
+
+            async def play(i: int, c: Any, strategy: str) -> None:
+                match = await c.quick(rmap, "blind")
+                results[i] = await play_match(match, make_strategy(strategy))
+
+            async with trio.open_nursery() as games:
+                games.start_soon(play, 0, a, "density")
+                games.start_soon(play, 1, b, "hunt")
+            signed = await a.get_record(results[0].match_id)
+        nursery.cancel_scope.cancel()
+    report = verify_record(signed)
+    seats = {results[0].seat: "density", results[1].seat: "hunt"}
+    return {
+        "via": "server",
+        "result": results[0].result,
+        "report": report,
+        "signed": signed,
+        "seats": seats,
+    }
+
+
+async def _demo_peer(rules: RuleSet) -> dict[str, Any]:
+    """Two bots play one peer match over loopback TCP; both sign; the record is verified."""
+    from seabattle.client.bots import make_strategy
+    from seabattle.client.peer import BotPlayer, host, join
+
+    box: list[Any] = []
+    async with trio.open_nursery() as nursery:
+
+        async def serve(task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
+            box.append(
+                await host(
+                    BotPlayer(make_strategy("density")), rules=rules, task_status=task_status
+                )
+            )
+
+        addr = await nursery.start(serve)
+        await join(BotPlayer(make_strategy("hunt")), addr[0], addr[1], name="bob")
+    res = box[0]
+    return {
+        "via": "peer",
+        "result": res.match.to_dict(),
+        "report": res.report,
+        "signed": res.signed,
+        "seats": {0: "density", 1: "hunt"},
+    }
+
+
+@click.command()
+@click.option("--rules", "rules_", default="classic", show_default=True, help="Preset or JSON.")
+@click.option("--peer", is_flag=True, help="Play peer to peer even when the server is available.")
+@click.option("--save", default=None, type=click.Path(dir_okay=False), help="Save the record.")
+def demo(rules_: str, peer: bool, save: str | None) -> None:
+    """Play one bot match end to end, fetch its signed record and verify it."""
+    from seabattle.protocol.record import dump_record
+
+    rules = _rules_arg(rules_)
+    t0 = time.monotonic()
+    use_server = not peer and _server_available()
+    with tempfile.TemporaryDirectory() as tmp:
+        out = trio.run(_demo_server, rules, tmp) if use_server else trio.run(_demo_peer, rules)
+    report = out["report"]
+    result = out["result"]
+    games = report.games
+    shots = sum(g.shots for g in games)
+    console.print(
+        f"[bold]seabattle demo[/bold] ({out['via']}, rules {rules.name}): "
+        f"density bot vs hunt bot, {len(games)} game(s), {shots} shots"
+    )
+    w = result.get("winner")
+    seats = out["seats"]
+    console.print(f"winner: {'a draw' if w is None else f'{seats[w]} bot (seat {w})'}")
+    for g in games:
+        o = g.outcome or {}
+        console.print(
+            f"  game {g.number}: first seat {g.first}, {g.shots} shots, {o.get('reason')}"
+        )
+    sigs = ", ".join(s["role"] for s in report.signatures if s["ok"])
+    if report.ok:
+        console.print(f"record [green]verifies[/green] (signed by {sigs})")
+    else:
+        console.print(f"record [red]does not verify[/red]: {report.reason}")
+    if save:
+        Path(save).write_bytes(dump_record(out["signed"]))
+        console.print(f"record saved to {save}")
+    console.print(f"done in {time.monotonic() - t0:.2f}s")
+    if not report.ok:
+        sys.exit(1)
+
+
+def _server_available() -> bool:
+    try:
+        from seabattle.server import app
+    except ImportError:
+        return False
+    return hasattr(app, "serve")
