@@ -257,8 +257,11 @@ class Connection:
                     ErrorCode.HANDSHAKE_REQUIRED,
                     f"cannot send {tag!r} in handshake state {self.state.value!r}",
                 )
+            # Framed first: a message too large to send leaves the state as it was.
+            frame = m.frame(msg, max_frame=self.max_send)
             self._caps(msg)
             self.state = nxt
+            return frame
         return m.frame(msg, max_frame=self.max_send)
 
     @property

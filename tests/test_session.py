@@ -217,3 +217,12 @@ def test_game_messages_wait_for_the_end_of_a_peer_handshake() -> None:
     rogue, _ = peer_handshake()
     (err,) = joiner.receive_data(rogue.send(PEER_GAME[0]))
     assert isinstance(err, RemoteProtocolError) and err.code is ErrorCode.HANDSHAKE_REQUIRED
+
+
+def test_a_message_too_large_to_send_leaves_the_handshake_where_it_was() -> None:
+    client = Connection(Role.CLIENT, max_send=100)
+    with pytest.raises(LocalProtocolError):
+        client.send(m.Hello((1,), "x" * 200, ()))
+    assert client.state is State.HELLO
+    client.send(m.Hello((1,), "x", ()))
+    assert client.state is State.WELCOME
