@@ -29,6 +29,7 @@ import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.protocol import messages as m
 from seabattle.protocol.errors import ErrorCode, RemoteProtocolError
+from seabattle.protocol.session import Role
 
 from .botplay import BotResult, feed_view, play_bot, play_match
 from .events import (
@@ -323,7 +324,7 @@ async def connect(
         else:
             stream = await trio.open_tcp_stream(host, port)
     k = key if isinstance(key, Ed25519PrivateKey) else load_key(key)
-    wire = Wire(stream)
+    wire = Wire(stream, role=Role.CLIENT)
     try:
         player, server_key = await client_handshake(wire, k, name)
         client = Client(wire, k, player, server_key)

@@ -1,9 +1,14 @@
 """The framed message stream and the identity keys every client connection uses.
 
-:class:`Wire` frames with :mod:`seabattle.protocol.codec` directly rather than through
-``session.Connection``, so that the same wire serves peer play, where both sides send messages the
-session table marks as client-to-server (``commit``, ``fire``, ``answer``). The handshake order
-(:func:`client_handshake`) is the session's (``spec/protocol.md`` 5.6, step 1).
+:class:`Wire` is a thin trio shell over the sans-IO :class:`~seabattle.protocol.session.Connection`,
+as the server's connection is: received bytes are fed to it and messages pulled from it, and every
+message sent is framed by it. So the session's state machine checks the handshake order in both
+directions, its direction rule what may arrive, and its frame limits each direction's frames.
+
+One wire serves refereed play (:func:`~.api.connect`, the client's role) and peer play
+(:mod:`.peer`: the host plays the server's role of the handshake, the joiner the client's). Peer
+play needs nothing of the wire: the connection sees both sides agree the capability ``peer`` in
+the handshake, and from then on lets the game messages travel both ways (``spec/protocol.md`` 6.7).
 """
 
 from __future__ import annotations
@@ -16,14 +21,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.common.keys import load_or_create_key
 from seabattle.protocol import messages as m
-from seabattle.protocol.codec import FrameDecoder, encode_frame
 from seabattle.protocol.errors import ErrorCode, RemoteProtocolError
-from seabattle.protocol.session import (
-    MAX_C2S_FRAME,
-    MAX_S2C_FRAME,
-    SUPPORTED_VERSIONS,
-    auth_payload,
-)
+from seabattle.protocol.session import SUPPORTED_VERSIONS, Connection, Role, auth_payload
 
 __all__ = [
     "AGENT",
@@ -96,13 +95,19 @@ def public_key(key: Ed25519PrivateKey) -> bytes:
 
 
 class Wire:
-    """One framed message stream: serialised sends, one receiver.
+    """One framed message stream over a :class:`~seabattle.protocol.session.Connection`:
+    serialised sends, one receiver.
 
-    ``recv`` returns a message, a :class:`RemoteProtocolError` for a frame that held no valid
-    message (the session goes on), or ``None`` at the end of the stream.
+    ``recv`` returns a message, a :class:`RemoteProtocolError` for a frame that held no message
+    this side may accept (the session goes on), or ``None`` at the end of the stream. ``send``
+    raises :class:`~seabattle.protocol.errors.LocalProtocolError` for a message the session may
+    not send now (out of handshake order, or too large).
 
-    Frame limits differ by direction, as in ``session.Connection``: a client receives frames of up
-    to :data:`~seabattle.protocol.session.MAX_S2C_FRAME` (a long match's record comes in one) and
+    ``role`` is the side of the handshake this wire plays. Without one, a wire takes it from its
+    first use: one that sends first is the client (which opens with ``hello``), one that waits
+    first the server; so ``Wire(stream)`` can also stand in for a server in a test. Frame limits
+    are the connection's, by direction and role: a client receives frames of up to
+    :data:`~seabattle.protocol.session.MAX_S2C_FRAME` (a long match's record comes in one) and
     sends at most :data:`~seabattle.protocol.session.MAX_C2S_FRAME`. ``max_frame`` sets both (peer
     play, where each side only ever sends game messages).
     """
@@ -114,21 +119,60 @@ class Wire:
         *,
         max_recv: int | None = None,
         max_send: int | None = None,
+        role: Role | None = None,
     ) -> None:
         self.stream = stream
-        self.max_recv = max_recv or max_frame or MAX_S2C_FRAME
-        self.max_send = max_send or max_frame or MAX_C2S_FRAME
-        self._decoder = FrameDecoder(self.max_recv)
+        self._limits = (max_frame, max_recv, max_send)
+        #: The session: the handshake's state, the direction rule, the frame limits.
+        self.conn = self._connection(role if role is not None else Role.CLIENT)
+        self._settled = role is not None  # the role was given, or taken by the first use
+        # What the last read completed and recv has not returned yet, last first: pop() hands
+        # each one over and drops the wire's reference to it, with no allocation per message.
+        self._ready: list[m.Message | RemoteProtocolError] = []
+        self._failed: RemoteProtocolError | None = None  # the framing error that ended the stream
         self._lock = trio.Lock()
         self._eof = False
         self.closed = False
 
+    def _connection(self, role: Role) -> Connection:
+        max_frame, max_recv, max_send = self._limits
+        return Connection(role, max_frame, max_recv=max_recv, max_send=max_send)
+
+    def set_role(self, role: Role) -> None:
+        """Play ``role`` in the handshake; only before any message has crossed, or in the role
+        already taken."""
+        if self.conn.role is role:
+            self._settled = True
+            return
+        if self._settled:
+            raise ValueError(f"this wire already plays the {self.conn.role.value}")
+        self.conn = self._connection(role)
+        self._settled = True
+
+    @property
+    def role(self) -> Role:
+        """The side of the handshake this wire plays (the client's until settled otherwise)."""
+        return self.conn.role
+
+    @property
+    def max_recv(self) -> int:
+        """The largest frame body accepted from the other side."""
+        return self.conn.max_recv
+
+    @property
+    def max_send(self) -> int:
+        """The largest frame body this side sends."""
+        return self.conn.max_send
+
     async def send(self, msg: m.Message) -> None:
         """Send one message; sends from several tasks never interleave."""
-        frame = encode_frame(m.encode(msg), max_frame=self.max_send)
         async with self._lock:
             if self.closed:
                 raise ConnectionClosed("the connection is closed")
+            self._settled = True
+            # Framed under the lock, so that the session's state moves in the order the frames
+            # leave (a handshake message that waited for the lock must not overtake another).
+            frame = self.conn.send(msg)
             try:
                 await self.stream.send_all(frame)
             except (trio.BrokenResourceError, trio.ClosedResourceError) as e:
@@ -137,29 +181,31 @@ class Wire:
 
     async def recv(self) -> m.Message | RemoteProtocolError | None:
         """The next message (see the class docstring)."""
-        while True:
-            try:
-                d = self._decoder.next_frame()
-            except RemoteProtocolError:
-                self.closed = True
-                raise
-            if d is not None:
-                try:
-                    return m.decode(d)
-                except RemoteProtocolError as e:
-                    return e
+        ready = self._ready
+        while not ready:
+            if self._failed is not None:
+                raise self._failed.with_traceback(None)  # as often as asked: the stream is lost
             if self._eof:
                 return None
+            if not self._settled:
+                self.set_role(Role.SERVER)  # waiting before sending anything: a server
             try:
                 data = await self.stream.receive_some(65536)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 data = b""
-            if not data:
-                self._eof = True
-                self.closed = True
-                self._decoder.eof()
-            else:
-                self._decoder.feed(data)
+            try:
+                if not data:
+                    self._eof = self.closed = True
+                    self.conn.receive_eof()  # TRUNCATED_FRAME if the stream stopped mid-frame
+                    return None
+                ready = self.conn.receive_data(data)
+            except RemoteProtocolError as e:
+                self.closed = True  # framing is lost: nothing after this can be trusted
+                self._failed = e
+                raise
+            ready.reverse()
+            self._ready = ready
+        return ready.pop()
 
     async def expect(self, *types: type[m.Message]) -> m.Message:
         """The next message, which must be one of ``types`` (heartbeats are answered on the way)."""

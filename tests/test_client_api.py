@@ -7,10 +7,12 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 from helpers import start_server
 from seabattle.client.api import (
     BotResult,
     Client,
+    ConnectionClosed,
     GameEnded,
     GameStarted,
     LieDetected,
@@ -19,13 +21,17 @@ from seabattle.client.api import (
     Refused,
     RequestFailed,
     ShotResult,
+    Wire,
     YourTurn,
     connect,
     play_match,
 )
 from seabattle.client.bots import make_strategy
-from seabattle.protocol.errors import ErrorCode
+from seabattle.protocol import messages as m
+from seabattle.protocol.codec import encode_frame
+from seabattle.protocol.errors import ErrorCode, LocalProtocolError, RemoteProtocolError
 from seabattle.protocol.record import verify_record
+from seabattle.protocol.session import MAX_C2S_FRAME, MAX_S2C_FRAME, Role, State
 from seabattle.protocol.verdict import CellResult, Result, Shot, Verdict
 
 pytest.importorskip("seabattle.server.app")
@@ -208,3 +214,50 @@ async def test_an_unknown_key_is_refused_when_guests_are_not_allowed(tmp_path: P
                 pass
         assert e.value.code == ErrorCode.AUTH_FAILED
         nursery.cancel_scope.cancel()
+
+
+# -- the wire: the client's trio shell over the sans-IO session -----------------------------------
+
+
+async def test_a_connected_client_speaks_through_a_ready_client_session(
+    server: tuple[str, int],
+) -> None:
+    async with connect(*server) as c:
+        assert c.wire.role is Role.CLIENT and c.wire.conn.state is State.READY
+        assert (c.wire.max_send, c.wire.max_recv) == (MAX_C2S_FRAME, MAX_S2C_FRAME)
+
+
+async def test_the_wire_checks_the_handshake_order_and_sends_the_same_bytes() -> None:
+    mine, theirs = trio.testing.memory_stream_pair()
+    wire = Wire(mine, role=Role.CLIENT)
+    with pytest.raises(LocalProtocolError) as e:
+        await wire.send(m.ListMatches(1))  # before the handshake: never leaves
+    assert e.value.code is ErrorCode.HANDSHAKE_REQUIRED
+    hello = m.Hello((1,), "test", ())
+    await wire.send(hello)
+    assert await theirs.receive_some() == encode_frame(m.encode(hello), max_frame=MAX_C2S_FRAME)
+    # What a client is never sent is refused, and the stream goes on to the welcome.
+    welcome = m.Welcome(1, (), b"k" * 32, b"c" * 32, True)
+    await theirs.send_all(m.frame(m.Commit(b"m" * 16, 1, {})) + m.frame(welcome))
+    refused = await wire.recv()
+    assert isinstance(refused, RemoteProtocolError)
+    assert refused.code is ErrorCode.UNEXPECTED_MESSAGE
+    assert await wire.recv() == welcome
+    assert wire.conn.state is State.AUTH
+    await theirs.aclose()
+    assert await wire.recv() is None and wire.closed
+    with pytest.raises(ConnectionClosed):
+        await wire.send(m.Ping(1))
+
+
+async def test_a_wire_without_a_role_takes_it_from_its_first_use() -> None:
+    a, b = trio.testing.memory_stream_pair()
+    client, server = Wire(a), Wire(b)
+    async with trio.open_nursery() as n:
+        n.start_soon(server.expect, m.Hello)  # waits first: the server
+        await trio.testing.wait_all_tasks_blocked()
+        await client.send(m.Hello((1,), "test", ()))  # sends first: the client
+    assert (client.role, server.role) == (Role.CLIENT, Role.SERVER)
+    assert (server.max_recv, server.max_send) == (MAX_C2S_FRAME, MAX_S2C_FRAME)
+    with pytest.raises(ValueError):
+        client.set_role(Role.SERVER)
