@@ -253,6 +253,24 @@ MIGRATIONS: Sequence[tuple[int, Sequence[MigrationStep]]] = (
             _move_cosigned_copies,
         ),
     ),
+    (
+        3,
+        (
+            # Every input a running match accepted (server/journal.py), kept until it ends.
+            """CREATE TABLE journal (
+                match_id TEXT NOT NULL REFERENCES matches (id),
+                n INTEGER NOT NULL CHECK (n >= 0),
+                entry {blob} NOT NULL,
+                PRIMARY KEY (match_id, n)
+            )""",
+            # Resume tokens outlive the process that issued them; only their hashes are kept.
+            """CREATE TABLE resume_tokens (
+                hash {blob} PRIMARY KEY,
+                player TEXT NOT NULL UNIQUE REFERENCES players (id),
+                created BIGINT NOT NULL
+            )""",
+        ),
+    ),
 )
 """Schema migrations as (version, DDL templates), applied in order; append, never edit."""
 

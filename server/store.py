@@ -45,6 +45,7 @@ from .schema import (
     StoreError,
     migrate,
 )
+from .store_journal import JournalStore
 from .store_matches import MatchStore
 from .store_players import PlayerStore
 from .store_records import RecordStore
@@ -85,8 +86,9 @@ def _connect_sqlite(path: str) -> sqlite3.Connection:
     return conn
 
 
-class Store(PlayerStore, MatchStore, RecordStore):
-    """The server's database: players, matches, records and the ladder (async, trio).
+class Store(PlayerStore, MatchStore, RecordStore, JournalStore):
+    """The server's database: players, matches, records, the ladder, and the journals of
+    running matches (async, trio).
 
     Open it with ``async with Store.open(path) as store``; the connection closes when the block
     ends. All methods may be called from any number of tasks at once.

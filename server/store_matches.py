@@ -97,9 +97,11 @@ class MatchStore(StoreBase):
         """
         await self._end_match(match_id, "finished", _json(result), now)
 
-    async def abort_match(self, match_id: str, now: int) -> None:
-        """Mark an open or playing match aborted (no result, not rated); repeating is harmless."""
-        await self._end_match(match_id, "aborted", None, now)
+    async def abort_match(self, match_id: str, now: int, reason: str | None = None) -> None:
+        """Mark an open or playing match aborted (not rated; ``reason``, if given, is kept as its
+        result ``{"aborted": reason}``); repeating is harmless."""
+        result = None if reason is None else _json({"aborted": reason})
+        await self._end_match(match_id, "aborted", result, now)
 
     async def _end_match(
         self, match_id: str, status: MatchStatus, result: str | None, now: int
@@ -113,10 +115,12 @@ class MatchStore(StoreBase):
                         "UPDATE matches SET status = ?, result = ?, finished = ? WHERE id = ?",
                         (status, result, now, match_id),
                     )
+                    # The journal served to resume the match; its record (if any) holds the rest.
+                    self._exec(cur, "DELETE FROM journal WHERE match_id = ?", (match_id,))
                     return
                 # Compare canonical texts: JSON null and "no result" are different things.
                 old = _json(match.result) if match.status == "finished" else None
-                if match.status != status or old != result:
+                if match.status != status or (status == "finished" and old != result):
                     raise Conflict(f"match {match_id} is already {match.status}")
 
         await self._run(run)
