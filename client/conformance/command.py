@@ -1,0 +1,69 @@
+"""The ``seabattle conformance`` command: run the suite against HOST:PORT, print the table or
+JSON, and exit with status 0 only when no case failed.
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+import trio
+
+from .results import CaseResult
+from .runner import _STYLE, render_table, run_suite
+from .suite import CASES
+
+__all__ = ["conformance"]
+
+
+def _parse_target(target: str) -> tuple[str, int]:
+    host, sep, port = target.rpartition(":")
+    if not sep or not port.isdigit():
+        raise click.BadParameter("expected HOST:PORT", param_hint="TARGET")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+@click.command("conformance")
+@click.argument("target")
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON report instead of a table.")
+@click.option("--report", "report_file", type=click.Path(dir_okay=False), help="Write JSON here.")
+@click.option(
+    "--only", multiple=True, help="Run only cases whose id or section starts with this (repeat)."
+)
+@click.option("--timeout", default=5.0, show_default=True, help="Seconds to wait per message.")
+@click.option("--list", "list_cases", is_flag=True, help="List the cases and exit.")
+def conformance(
+    target: str,
+    as_json: bool,
+    report_file: str | None,
+    only: tuple[str, ...],
+    timeout: float,
+    list_cases: bool,
+) -> None:
+    """Test the server at TARGET (HOST:PORT) against spec/protocol.md.
+
+    Exits with status 0 only when no case failed.
+    """
+    if list_cases:
+        for c in CASES:
+            click.echo(f"{c.id:28} {c.section}: {c.title}")
+        return
+    host, port = _parse_target(target)
+    from rich.console import Console
+
+    console = Console(stderr=as_json)
+
+    def progress(r: CaseResult) -> None:
+        if not as_json:
+            console.print(f"[{_STYLE[r.outcome]}]{r.outcome.value:>15}[/] {r.id}")
+
+    report = trio.run(lambda: run_suite(host, port, only=only, timeout=timeout, on_result=progress))
+    data = report.to_dict()
+    if report_file:
+        with open(report_file, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=2)
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+    else:
+        console.print(render_table(report))
+    raise SystemExit(1 if report.failed else 0)

@@ -1,0 +1,227 @@
+"""Cases of the lobby: matches and their answers (``spec/protocol.md`` 6.1, 6.2), the receiver
+rules of lobby requests (5.3) and rule sets on the wire (7.4).
+
+Each case is registered by :func:`~.suite.case` when this module is imported; the package
+imports the case modules in a fixed order, which is the order the cases run and are listed in.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+
+from seabattle.protocol import messages as m
+from seabattle.protocol.errors import ErrorCode
+from seabattle.protocol.rules import rules_from_dict
+
+from .probe import RULES, _err, _short, describe
+from .results import CaseFailed, Trace
+from .suite import Suite, case, expect_game_over
+
+
+@case(
+    "6.2-create-list",
+    "6.2 Answers to lobby requests",
+    "create and list",
+    "`create` | `{match: bin16, invite: str}` [...] `list` | `{matches: [{match: bin16, rules: "
+    "map, mode: str, host: str}]}`",
+    "ok{match, invite}; list shows the public match with full rules and the host's id",
+)
+async def _create_list(s: Suite, t: Trace) -> None:
+    p = await s.player(t, "A")
+    data = await p.ok(lambda i: m.Create(i, RULES, "blind", True))
+    mid, invite = data.get("match"), data.get("invite")
+    if not isinstance(mid, bytes) or len(mid) != 16 or not isinstance(invite, str):
+        raise CaseFailed(f"create answered {_short(data)}")
+    listed = await p.ok(lambda i: m.ListMatches(i))
+    rows = [r for r in listed.get("matches", []) if isinstance(r, dict) and r.get("match") == mid]
+    if len(rows) != 1:
+        raise CaseFailed("list does not show the public match just created")
+    row = rows[0]
+    if set(row) != {"match", "rules", "mode", "host"}:
+        raise CaseFailed(f"list row keys are {sorted(row)}")
+    if row["mode"] != "blind" or row["host"] != p.player:
+        raise CaseFailed(f"list row mode={row['mode']!r} host={row['host']!r}")
+    if rules_from_dict(row["rules"]).to_dict() != row["rules"]:
+        raise CaseFailed("list row rules are not in full form")
+    left = await p.ok(lambda i: m.Leave(i, mid))
+    t.notes.append(f"leave answered {_short(left)}")
+    listed = await p.ok(lambda i: m.ListMatches(i))
+    if any(isinstance(r, dict) and r.get("match") == mid for r in listed.get("matches", [])):
+        raise CaseFailed("a cancelled match is still listed")
+
+
+@case(
+    "6.1-private",
+    "6.1 Matches",
+    "Private matches are not listed",
+    "A match is **public** (`create.public: true`: listed by `list`, open to `watch` by anyone) or "
+    "private (not listed; watched only by its players).",
+    "a private match is absent from list",
+)
+async def _private(s: Suite, t: Trace) -> None:
+    p = await s.player(t, "A")
+    data = await p.ok(lambda i: m.Create(i, RULES, "blind", False))
+    listed = await p.ok(lambda i: m.ListMatches(i))
+    if any(
+        isinstance(r, dict) and r.get("match") == data.get("match")
+        for r in listed.get("matches", [])
+    ):
+        raise CaseFailed("list shows a private match")
+
+
+@case(
+    "5.3-join",
+    "5.3 Receiver rules: lobby requests",
+    "join by invitation, and join's refusals",
+    "Unknown match: `NO_SUCH_MATCH`; unknown, used or expired invitation: `BAD_INVITE`; a match "
+    "that has started (both seats taken) or is over: `MATCH_FULL`; the sender is the match's host "
+    "(a player cannot play itself): `NOT_ALLOWED`. [...] On success answer `ok`, then send `start` "
+    "to both players (the `ok` comes first).",
+    "NO_SUCH_MATCH, BAD_INVITE, NOT_ALLOWED; then ok{match} and start{seat} for both",
+)
+async def _join(s: Suite, t: Trace) -> None:
+    a = await s.player(t, "A")
+    b = await s.player(t, "B")
+    data = await a.ok(lambda i: m.Create(i, RULES, "blind", False))
+    mid, invite = data["match"], data["invite"]
+    for who, make, code in (
+        (b, lambda i: m.Join(i, os.urandom(16), None), ErrorCode.NO_SUCH_MATCH),
+        (b, lambda i: m.Join(i, None, "NO-SUCH-CODE"), ErrorCode.BAD_INVITE),
+        (a, lambda i: m.Join(i, mid, None), ErrorCode.NOT_ALLOWED),
+        (b, lambda i: m.Join(i, None, None), ErrorCode.BAD_MESSAGE),
+    ):
+        ans = await who.request(make)
+        if not isinstance(ans, m.Error) or ans.code != int(code):
+            raise CaseFailed(f"expected {_err(code)}, got {describe(ans)}")
+    joined = await b.ok(lambda i: m.Join(i, None, invite))
+    if joined.get("match") != mid:
+        raise CaseFailed(f"join by invitation answered {_short(joined)}")
+    seats = set()
+    for p in (a, b):
+        st = await p.expect(m.Start)
+        assert isinstance(st, m.Start)
+        seats.add(st.seat)
+        if st.match != mid or st.mode != "blind" or len(st.players) != 2:
+            raise CaseFailed(f"{p.name}: start {describe(st)}")
+    if seats != {0, 1}:
+        raise CaseFailed(f"seats {seats}")
+    c = await s.player(t, "C")
+    ans = await c.request(lambda i: m.Join(i, mid, None))
+    if not isinstance(ans, m.Error) or ans.code != int(ErrorCode.MATCH_FULL):
+        raise CaseFailed(f"joining a full match: expected MATCH_FULL, got {describe(ans)}")
+    await a.send(m.Resign(mid, 1))
+
+
+@case(
+    "5.3-quick",
+    "5.3 Receiver rules: lobby requests",
+    "Quick match",
+    "Pair the sender with the longest-waiting player of another key whose rule set has the same "
+    "digest (section 7.4) and the same `mode`; if there is none, the sender waits and the `ok` "
+    "comes only once paired (then `ok` to both, then `start` to both).",
+    "both quick requests answered ok{match} with the same id; start for both",
+)
+async def _quick(s: Suite, t: Trace) -> None:
+    # A rule set nobody else asks for, so that the two probes pair with each other.
+    rules = dict(RULES, clocks={"grace": 1 + secrets.randbelow(1000)})
+    a = await s.player(t, "A")
+    b = await s.player(t, "B")
+    ida = a.next_id()
+    await a.send(m.Quick(ida, rules, "blind"))
+    idb = b.next_id()
+    await b.send(m.Quick(idb, rules, "blind"))
+    mids = []
+    for p, rid in ((a, ida), (b, idb)):
+        ok = await p.expect(m.Ok)
+        assert isinstance(ok, m.Ok)
+        if ok.ref != rid:
+            raise CaseFailed(f"{p.name}: ok.ref {ok.ref}, request id {rid}")
+        mids.append(ok.data.get("match"))
+        st = await p.expect(m.Start)
+        assert isinstance(st, m.Start)
+        if st.match != ok.data.get("match"):
+            raise CaseFailed(f"{p.name}: start names another match")
+    if mids[0] != mids[1] or not isinstance(mids[0], bytes):
+        raise CaseFailed(f"the two quick requests got matches {mids}")
+    await a.send(m.Resign(mids[0], 1))
+
+
+@case(
+    "5.3-rematch",
+    "5.3 Receiver rules: lobby requests",
+    "Rematch",
+    "the match MUST be over and known to the server (`NO_SUCH_MATCH` otherwise, including while it "
+    "runs; [...] The request waits until the other player asks too [...] then the server creates a "
+    "new match with the same rules, mode and visibility, answers both requests with its id, and "
+    "sends `start` to both.",
+    "NO_SUCH_MATCH while the match runs; after match_over both rematch requests get ok{match: the "
+    "same new id}, then start with the same rules",
+)
+async def _rematch(s: Suite, t: Trace) -> None:
+    tb = await s.table(t)
+    a, b = tb.seats
+    ans = await a.request(lambda i: m.Rematch(i, tb.match))
+    if not isinstance(ans, m.Error) or ans.code != int(ErrorCode.NO_SUCH_MATCH):
+        raise CaseFailed(f"rematch of a running match: expected NO_SUCH_MATCH, got {describe(ans)}")
+    await a.send(m.Resign(tb.match, 1))
+    await expect_game_over(tb.seats, 1, "resigned")
+    for p in tb.seats:
+        await p.expect(m.MatchOver)
+    ids = {}
+    for p in (a, b):
+        rid = p.next_id()
+        ids[p.name] = rid
+        await p.send(m.Rematch(rid, tb.match))
+    new = set()
+    for p in (a, b):
+        ok = await p.expect(m.Ok)
+        assert isinstance(ok, m.Ok)
+        if ok.ref != ids[p.name]:
+            raise CaseFailed(f"{p.name}: ok.ref {ok.ref}, request id {ids[p.name]}")
+        new.add(ok.data.get("match"))
+        st = await p.expect(m.Start)
+        assert isinstance(st, m.Start)
+        if st.match != ok.data.get("match") or st.rules != tb.starts[0].rules:
+            raise CaseFailed(f"{p.name}: start is not the rematch under the same rules")
+    rematch = new.pop() if len(new) == 1 else None
+    if not isinstance(rematch, bytes) or rematch == tb.match:
+        raise CaseFailed(f"the rematch requests got matches {new | {rematch}}")
+    await a.send(m.Resign(rematch, 1))
+
+
+@case(
+    "7.4-bad-rules",
+    "7.4 The wire form",
+    "Rule sets that cannot be built",
+    "A referee MUST refuse with `BAD_RULES`: an unknown preset; an unknown key at any level [...]; "
+    "a value of the wrong type (a `bool` is not an `int`)",
+    "error{BAD_RULES} for each",
+)
+async def _bad_rules(s: Suite, t: Trace) -> None:
+    p = await s.player(t, "A")
+    for rules in (
+        {"preset": "no-such-preset"},
+        {"preset": "classic", "colour": "blue"},
+        {"preset": "classic", "rows": True},
+        {"preset": "classic", "clocks": {"shot": -1}},
+        {"preset": "classic", "crossed_out": True, "touching": True},
+    ):
+        ans = await p.request(lambda i, r=rules: m.Create(i, r, "blind", True))  # type: ignore[misc]
+        if not isinstance(ans, m.Error) or ans.code != int(ErrorCode.BAD_RULES):
+            raise CaseFailed(f"rules {rules}: expected BAD_RULES, got {describe(ans)}")
+
+
+@case(
+    "5.3-get-record-unknown",
+    "5.3 Receiver rules: lobby requests",
+    "No record",
+    "**`get_record`**: no signed record for that match (unknown, or not finished): "
+    "`NO_SUCH_RECORD`.",
+    "error{NO_SUCH_RECORD}",
+)
+async def _no_record(s: Suite, t: Trace) -> None:
+    p = await s.player(t, "A")
+    ans = await p.request(lambda i: m.GetRecord(i, os.urandom(16)))
+    if not isinstance(ans, m.Error) or ans.code != int(ErrorCode.NO_SUCH_RECORD):
+        raise CaseFailed(f"expected NO_SUCH_RECORD, got {describe(ans)}")

@@ -1,0 +1,284 @@
+"""Talking to the server: :class:`Probe`, one raw connection whose every frame is traced, and
+:class:`Table`, a match whose two seats the suite plays.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from seabattle.protocol import messages as m
+from seabattle.protocol.codec import FrameDecoder, encode_frame
+from seabattle.protocol.commit import Commitment, Committed, context
+from seabattle.protocol.errors import ErrorCode, RemoteProtocolError
+from seabattle.protocol.grid import Cell
+from seabattle.protocol.rules import RuleSet
+from seabattle.protocol.session import auth_payload
+from seabattle.protocol.verdict import Defender
+
+from .results import CaseFailed, Trace
+
+__all__ = ["AGENT", "NOISE", "RULES", "Probe", "Table", "describe"]
+
+
+#: A small rule set (partial form, section 7.4) so that whole games take a few dozen messages.
+RULES: dict[str, Any] = {
+    "preset": "classic",
+    "rows": 6,
+    "cols": 6,
+    "fleet": [["Boat", 2], ["Raft", 1]],
+}
+AGENT = "seabattle-conformance/1"
+#: Messages that may arrive between the ones a case waits for without being wrong.
+NOISE: tuple[type[m.Message], ...] = (m.Clock, m.Ping, m.Pong, m.OpponentStatus)
+
+
+def _short(v: Any, depth: int = 0) -> str:
+    # Reports must stay readable: byte strings as a hex prefix and their length, long lists cut.
+    if isinstance(v, bytes):
+        return f"<{len(v)}B {v[:6].hex()}{'..' if len(v) > 6 else ''}>"
+    if isinstance(v, str):
+        return repr(v if len(v) <= 40 else v[:37] + "...")
+    if isinstance(v, dict):
+        if depth > 2:
+            return "{...}"
+        items = list(v.items())
+        body = ", ".join(f"{k}: {_short(x, depth + 1)}" for k, x in items[:8])
+        return "{" + body + (", ..." if len(items) > 8 else "") + "}"
+    if isinstance(v, list | tuple):
+        if depth > 2:
+            return "[...]"
+        body = ", ".join(_short(x, depth + 1) for x in v[:6])
+        return "[" + body + (f", ... {len(v)} items" if len(v) > 6 else "") + "]"
+    return repr(v)
+
+
+def describe(msg: m.Message) -> str:
+    """A one-line summary of ``msg`` for reports: its tag and fields."""
+    d = m.encode(msg)
+    d.pop("t")
+    return f"{msg.TAG}{_short(d)}"
+
+
+def _err(code: int) -> str:
+    try:
+        return f"{ErrorCode(code).name} ({code})"
+    except ValueError:
+        return f"unknown code {code}"
+
+
+class Probe:
+    """One connection to the server under test, speaking raw frames; every frame is traced."""
+
+    def __init__(self, stream: trio.abc.Stream, trace: Trace, name: str, timeout: float) -> None:
+        self.stream = stream
+        self.trace = trace
+        self.name = name
+        self.timeout = timeout
+        self.decoder = FrameDecoder()
+        self.eof = False
+        self.key = Ed25519PrivateKey.generate()
+        self.pub = self.key.public_key().public_bytes_raw()
+        self.player = ""
+        self.token = b""
+        self.welcome: m.Welcome | None = None
+        self.keep = False  #: left open after its case (the shared game's connections)
+        self._ids = 0
+
+    def next_id(self) -> int:
+        """A fresh request id or shot seq, from one counter so that a `ref` names one thing."""
+        self._ids += 1
+        return self._ids
+
+    async def send(self, msg: m.Message) -> None:
+        """Send one message."""
+        self.trace.sent.append(f"{self.name}: {describe(msg)}")
+        await self._write(encode_frame(m.encode(msg)))
+
+    async def send_raw(self, data: bytes, what: str) -> None:
+        """Send bytes as they are (hand-made frames)."""
+        shown = data.hex(" ") if len(data) <= 24 else data[:24].hex(" ") + " ..."
+        self.trace.sent.append(f"{self.name}: {what} [{shown}]")
+        await self._write(data)
+
+    async def _write(self, data: bytes) -> None:
+        try:
+            await self.stream.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as e:
+            raise CaseFailed(f"{self.name}: the server closed the connection ({e})") from None
+
+    async def recv(self, timeout: float | None = None) -> m.Message | None:
+        """The next message, or ``None`` at the end of the stream; fails after ``timeout``."""
+        limit = self.timeout if timeout is None else timeout
+        with trio.move_on_after(limit):
+            while True:
+                try:
+                    body = self.decoder.next_frame()
+                except RemoteProtocolError as e:
+                    self.trace.got.append(f"{self.name}: undecodable frame: {e}")
+                    raise CaseFailed(
+                        f"{self.name}: the server sent a frame that breaks section 2: {e}"
+                    ) from None
+                if body is not None:
+                    return self._accept(body)
+                if self.eof:
+                    return None
+                try:
+                    data = await self.stream.receive_some(65536)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    data = b""
+                if not data:
+                    self.eof = True
+                    self.trace.got.append(f"{self.name}: <end of stream>")
+                    try:
+                        self.decoder.eof()
+                    except RemoteProtocolError as e:
+                        raise CaseFailed(f"{self.name}: stream ended inside a frame: {e}") from None
+                else:
+                    self.decoder.feed(data)
+        self.trace.got.append(f"{self.name}: <nothing within {limit:g} s>")
+        raise CaseFailed(f"{self.name}: nothing arrived within {limit:g} s")
+
+    def _accept(self, body: dict[str, Any]) -> m.Message:
+        try:
+            msg = m.decode(body)
+        except RemoteProtocolError as e:
+            self.trace.got.append(f"{self.name}: invalid message {_short(body)}")
+            raise CaseFailed(f"{self.name}: the server sent an invalid message: {e}") from None
+        self.trace.got.append(f"{self.name}: {describe(msg)}")
+        if msg.DIR is m.Dir.C2S:
+            raise CaseFailed(
+                f"{self.name}: the server sent {msg.TAG!r}, a client-to-server message"
+            )
+        return msg
+
+    async def expect(
+        self, *types: type[m.Message], noise: tuple[type[m.Message], ...] = NOISE
+    ) -> m.Message:
+        """The next message that is not noise; it must be one of ``types``.
+
+        Pings are answered on the way, as the spec requires of every endpoint.
+        """
+        while True:
+            msg = await self.recv()
+            if msg is None:
+                raise CaseFailed(
+                    f"{self.name}: the connection closed while waiting for "
+                    + "/".join(t.TAG for t in types)
+                )
+            if isinstance(msg, m.Ping):
+                await self.send(m.Pong(msg.n))
+            if isinstance(msg, types):
+                return msg
+            if isinstance(msg, noise):
+                continue
+            raise CaseFailed(
+                f"{self.name}: expected {'/'.join(t.TAG for t in types)}, got {describe(msg)}"
+            )
+
+    async def expect_error(self, code: ErrorCode, ref: int | bool | None = False) -> m.Error:
+        """The next non-noise message must be ``error{code}`` (and ``ref``, unless ``False``)."""
+        msg = await self.expect(m.Error)
+        assert isinstance(msg, m.Error)
+        if msg.code != int(code):
+            raise CaseFailed(f"{self.name}: expected {_err(code)}, got {_err(msg.code)}")
+        if ref is not False and msg.ref != ref:
+            raise CaseFailed(f"{self.name}: error ref is {msg.ref!r}, expected {ref!r}")
+        return msg
+
+    async def expect_close(self, within: float = 6.0) -> None:
+        """Nothing more may arrive, and the stream must end within ``within`` seconds."""
+        msg = await self.recv(timeout=within)
+        if msg is not None:
+            raise CaseFailed(f"{self.name}: expected the session to end, got {describe(msg)}")
+
+    async def alive(self) -> None:
+        """The session goes on: a ``ping`` is answered by a ``pong`` with the same ``n``."""
+        n = secrets.randbelow(1 << 30)
+        await self.send(m.Ping(n))
+        msg = await self.expect(m.Pong)
+        assert isinstance(msg, m.Pong)
+        if msg.n != n:
+            raise CaseFailed(f"{self.name}: pong n={msg.n}, ping n={n}")
+
+    async def quiet(self) -> None:
+        """Nothing but noise arrives before the answer to a ping (the server handles in order)."""
+        await self.alive()
+
+    async def hello(self, versions: Sequence[int] = (1,), caps: Sequence[str] = ()) -> m.Welcome:
+        """Send ``hello`` and return the ``welcome``."""
+        await self.send(m.Hello(tuple(versions), AGENT, tuple(caps)))
+        w = await self.expect(m.Welcome)
+        assert isinstance(w, m.Welcome)
+        self.welcome = w
+        return w
+
+    def auth_message(self, resume: bytes | None = None, *, good: bool = True) -> m.Auth:
+        """An ``auth`` for the last ``welcome`` (a wrong signature unless ``good``)."""
+        assert self.welcome is not None
+        payload = auth_payload(self.welcome.challenge, self.welcome.server, self.pub)
+        sig = self.key.sign(payload if good else payload[::-1])
+        return m.Auth(self.pub, sig, self.name, resume)
+
+    async def login(self, resume: bytes | None = None) -> m.Authed:
+        """The whole handshake; returns ``authed``."""
+        await self.hello()
+        await self.send(self.auth_message(resume))
+        a = await self.expect(m.Authed)
+        assert isinstance(a, m.Authed)
+        self.player, self.token = a.player, a.resume
+        return a
+
+    async def request(self, make: Callable[[int], m.Message]) -> m.Ok | m.Error:
+        """Send a lobby request; return its ``ok`` or ``error`` (matched by ``ref``)."""
+        rid = self.next_id()
+        await self.send(make(rid))
+        msg = await self.expect(m.Ok, m.Error)
+        assert isinstance(msg, m.Ok | m.Error)
+        if msg.ref != rid:
+            raise CaseFailed(f"{self.name}: answer ref {msg.ref!r}, request id {rid}")
+        return msg
+
+    async def ok(self, make: Callable[[int], m.Message]) -> dict[str, Any]:
+        """Send a lobby request that must succeed; return ``ok.data``."""
+        ans = await self.request(make)
+        if isinstance(ans, m.Error):
+            raise CaseFailed(f"{self.name}: request refused with {_err(ans.code)}: {ans.msg}")
+        return dict(ans.data)
+
+    async def aclose(self) -> None:
+        """Close the connection."""
+        with trio.move_on_after(1):
+            await self.stream.aclose()
+
+
+@dataclass(slots=True)
+class Table:
+    """A match with both seats played by the suite: probes and secrets by seat."""
+
+    match: bytes
+    rules: RuleSet
+    mode: str
+    seats: list[Probe]
+    starts: list[m.Start]
+    first: int = 0
+    committed: list[Committed] = field(default_factory=list)
+    commitments: list[Commitment] = field(default_factory=list)
+    defenders: list[Defender] = field(default_factory=list)
+
+    def ctx(self, seat: int) -> bytes:
+        """The commitment context of ``seat`` in game 1 (section 10.2)."""
+        return context(self.match, 1, seat, self.rules)
+
+    def ship_cells(self, seat: int) -> list[Cell]:
+        """The cells of ``seat``'s own fleet."""
+        return [c for ship in self.committed[seat].fleet.ship_cells(self.rules) for c in ship]
+
+    def water(self, seat: int) -> list[Cell]:
+        """Cells of ``seat``'s grid with no ship."""
+        occ = self.committed[seat].occupancy
+        return [Cell(*divmod(i, self.rules.cols)) for i in range(self.rules.cells) if not occ[i]]
