@@ -54,13 +54,14 @@ from seabattle.protocol.rules import RuleSet, rules_from_dict
 from seabattle.protocol.session import (
     MAX_C2S_FRAME,
     SUPPORTED_VERSIONS,
+    Role,
     auth_payload,
     check_auth,
 )
 from seabattle.protocol.verdict import Defender, Shot, Verdict
 
 from .botplay import feed_view
-from .wire import AGENT, Wire, load_key, public_key
+from .wire import AGENT, ConnectionClosed, Wire, load_key, public_key
 
 __all__ = [
     "BotPlayer",
@@ -167,17 +168,24 @@ class PeerResult:
 async def _host_handshake(
     wire: Wire, key: Ed25519PrivateKey, rules: RuleSet
 ) -> tuple[bytes, bytes, str]:
-    """Take the server's role; return (match id, the joiner's key, its name)."""
-    await wire.expect(m.Hello)
+    """Take the server's role; return (match id, the joiner's key, its name).
+
+    What the host refuses on the way (a hello with no version in common, an auth that does not
+    verify, a message out of order) is answered with ``error`` before the host gives up, so that
+    the joiner learns why.
+    """
+    wire.set_role(Role.SERVER)
     challenge = os.urandom(32)
     pub = public_key(key)
-    await wire.send(m.Welcome(SUPPORTED_VERSIONS[-1], ("peer",), pub, challenge, True))
-    auth = await wire.expect(m.Auth)
-    assert isinstance(auth, m.Auth)
     try:
+        await wire.expect(m.Hello)
+        await wire.send(m.Welcome(SUPPORTED_VERSIONS[-1], ("peer",), pub, challenge, True))
+        auth = await wire.expect(m.Auth)
+        assert isinstance(auth, m.Auth)
         check_auth(auth, challenge, pub)
     except RemoteProtocolError as e:
-        await wire.send(m.Error(e.code, e.detail, None))
+        with contextlib.suppress(ConnectionClosed):
+            await wire.send(m.Error(e.code, e.detail, None))
         raise
     await wire.send(m.Authed(auth.key.hex(), b""))
     match_id = os.urandom(16)
@@ -190,9 +198,14 @@ async def _join_handshake(
     wire: Wire, key: Ed25519PrivateKey, name: str
 ) -> tuple[bytes, bytes, RuleSet]:
     """Take the client's role; return (match id, the host's key, the rules)."""
+    wire.set_role(Role.CLIENT)
     await wire.send(m.Hello(SUPPORTED_VERSIONS, AGENT, ("peer",)))
     welcome = await wire.expect(m.Welcome)
     assert isinstance(welcome, m.Welcome)
+    if not wire.conn.peer:
+        # Without the capability the session keeps the refereed direction rule, and the host's
+        # game messages would all be refused.
+        raise PeerCheated("the host's welcome does not agree the capability peer")
     pub = public_key(key)
     await wire.send(
         m.Auth(pub, key.sign(auth_payload(welcome.challenge, welcome.server, pub)), name, None)

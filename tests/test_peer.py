@@ -7,12 +7,17 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 from helpers import peer_match
+from seabattle.client.api import RequestFailed, Wire
 from seabattle.client.bots import make_strategy
-from seabattle.client.peer import BotPlayer, host
+from seabattle.client.peer import BotPlayer, PeerCheated, host, join
+from seabattle.protocol import messages as m
+from seabattle.protocol.errors import ErrorCode, RemoteProtocolError
 from seabattle.protocol.game import EndReason
 from seabattle.protocol.record import verify_record
 from seabattle.protocol.rules import PRESETS, rules_from_dict
+from seabattle.protocol.session import Role
 from seabattle.protocol.verdict import CellResult, Result, Shot, Verdict
 
 
@@ -96,3 +101,46 @@ async def test_host_reports_its_port_before_accepting() -> None:
         addr = await nursery.start(serve)
         assert addr[1] > 0
         nursery.cancel_scope.cancel()
+
+
+async def test_the_host_answers_a_hello_with_no_version_in_common_and_gives_up() -> None:
+    refused: list[RemoteProtocolError] = []
+
+    async def serve(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        try:
+            await host(
+                BotPlayer(make_strategy("random")),
+                rules=PRESETS["classic-8x8"],
+                task_status=task_status,
+            )
+        except RemoteProtocolError as e:
+            refused.append(e)
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            addr = await nursery.start(serve)
+            wire = Wire(await trio.open_tcp_stream(*addr), role=Role.CLIENT)
+            await wire.send(m.Hello((99,), "future", ("peer",)))
+            with pytest.raises(RequestFailed) as e:
+                await wire.expect(m.Welcome)
+            assert e.value.code == ErrorCode.UNSUPPORTED_VERSION
+            await wire.aclose()
+    assert [r.code for r in refused] == [ErrorCode.UNSUPPORTED_VERSION]
+
+
+async def test_the_joiner_stops_at_a_welcome_that_does_not_agree_peer() -> None:
+    mine, theirs = trio.testing.memory_stream_pair()
+    fake_host = Wire(theirs, role=Role.SERVER)
+
+    async def welcome_without_peer() -> None:
+        await fake_host.expect(m.Hello)
+        await fake_host.send(m.Welcome(1, (), b"k" * 32, b"c" * 32, True))
+
+    async def connect(address: str, port: int) -> trio.abc.Stream:
+        return mine
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(welcome_without_peer)
+            with pytest.raises(PeerCheated, match="capability peer"):
+                await join(BotPlayer(make_strategy("random")), "memory", 0, connect=connect)
