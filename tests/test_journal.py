@@ -1,0 +1,127 @@
+"""The journal (server/journal.py) on a real store: group commit, ordering, failure, replay."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+import trio
+from seabattle.protocol import messages as m
+from seabattle.protocol.commit import Committed
+from seabattle.protocol.fleet import random_fleet
+from seabattle.protocol.referee import Referee
+from seabattle.protocol.rules import preset
+from seabattle.protocol.verdict import Defender
+from seabattle.server.journal import Clock, Journal, ReplayError, entry, replay, started
+from seabattle.server.store import Store
+
+MID = bytes(range(16))
+PLAYERS = ("a" * 64, "b" * 64)
+
+
+async def _seed(store: Store) -> None:
+    for p in PLAYERS:
+        await store.upsert_player(p, p[:1], 0)
+    await store.create_match(MID.hex(), b"r", "blind", *PLAYERS, 0, status="playing")
+
+
+async def test_rows_queued_in_one_pass_are_one_transaction_released_in_order(
+    tmp_path: Path, nursery: trio.Nursery
+) -> None:
+    async with Store.open(tmp_path / "db.sqlite") as store:
+        await _seed(store)
+        journal = Journal(store)
+        await nursery.start(journal.run)
+        released: list[str] = []
+        for n in range(3):
+            row = (MID.hex(), n, entry("tick", float(n)))
+            journal.append(row, lambda n=n: released.append(f"r{n}"))
+        journal.after(lambda: released.append("after"))
+        assert released == []  # nothing goes before it is stored
+        while not journal.idle or len(released) < 4:
+            await trio.sleep(0.001)
+        assert released == ["r0", "r1", "r2", "after"]
+        assert journal.batches == 1 and journal.rows == 3
+        assert await store.journal(MID.hex()) == [entry("tick", float(n)) for n in range(3)]
+
+
+async def test_what_cannot_be_stored_is_never_released(
+    tmp_path: Path, nursery: trio.Nursery
+) -> None:
+    async with Store.open(tmp_path / "db.sqlite") as store:
+        pass  # closed: every write fails
+    journal = Journal(store)
+    await nursery.start(journal.run)
+    released: list[int] = []
+    failed: list[int] = []
+    row = (MID.hex(), 0, entry("tick", 0.0))
+    journal.append(row, lambda: released.append(0), lambda: failed.append(0))
+    while not failed:
+        await trio.sleep(0.001)
+    assert released == [] and failed == [0]
+
+
+async def test_a_finished_match_drops_its_journal(tmp_path: Path) -> None:
+    async with Store.open(tmp_path / "db.sqlite") as store:
+        await _seed(store)
+        await store.append_journal([(MID.hex(), 0, entry("tick", 0.0))])
+        await store.finish_match(MID.hex(), {"winner": 0}, 1)
+        assert await store.journal(MID.hex()) == []
+        assert await store.running_matches() == []
+
+
+def _played(clock: Clock, n_shots: int) -> tuple[Referee, list[bytes]]:
+    """A blind match fed through a referee, its calls journaled as the server journals them."""
+    rules = preset("classic")
+    rng = random.Random(2)
+    lot = rng.randbytes(32)
+    ref = Referee(match_id=MID, rules=rules, mode="blind", players=PLAYERS, lot=lot)
+    rows = [entry("start", lot, True, clock.wall(0.0))]
+    ref.start(0.0)
+    ds = []
+    g = ref.game
+    assert g is not None
+    for seat in (0, 1):
+        c = Committed(rules, random_fleet(rules, rng), rng.randbytes(32), MID, 1, seat)
+        ds.append(c)
+        msg: m.Message = m.Commit(MID, 1, c.commitment.to_dict())
+        ref.receive(seat, msg, 1.0)
+        rows.append(entry("in", seat, m.encode(msg), clock.wall(1.0)))
+    ref.seat_gone(1, 2.0)
+    rows.append(entry("gone", 1, clock.wall(2.0)))
+    defenders = [Defender(c) for c in ds]
+    for seq, i in enumerate(range(n_shots), 1):
+        s = g.turn
+        assert s is not None
+        label = "ABCDEFGHIJ"[i % 10] + str(1 + i // 10 % 10)
+        fire = m.Fire(MID, 1, (label,), 0, seq)
+        ref.receive(s, fire, 3.0 + i)
+        rows.append(entry("in", s, m.encode(fire), clock.wall(3.0 + i)))
+        assert g.pending is not None
+        ans = m.Answer(MID, 1, defenders[1 - s].answer(g.pending).to_dict())
+        ref.receive(1 - s, ans, 3.5 + i)
+        rows.append(entry("in", 1 - s, m.encode(ans), clock.wall(3.5 + i)))
+    return ref, rows
+
+
+async def test_replaying_a_journal_gives_the_same_match() -> None:
+    clock = Clock()
+    ref, rows = _played(clock, 20)
+    lot, public = started(rows[0])
+    again = Referee(match_id=MID, rules=ref.rules, mode="blind", players=PLAYERS, lot=lot)
+    replay(again, rows, clock)
+    g, h = ref.game, again.game
+    assert g is not None and h is not None and public
+    assert list(h.transcript) == list(g.transcript)
+    assert h.phase is g.phase and h.turn == g.turn
+    assert again.wake_at == ref.wake_at  # the grace period of the seat that went runs on
+
+
+async def test_a_corrupted_entry_names_itself() -> None:
+    clock = Clock()
+    ref, rows = _played(clock, 3)
+    rows[3] = b"\xc1garbage"
+    again = Referee(match_id=MID, rules=ref.rules, mode="blind", players=PLAYERS, lot=bytes(32))
+    with pytest.raises(ReplayError, match=r"^entry 3: "):
+        replay(again, rows, clock)
