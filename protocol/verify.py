@@ -1,0 +1,293 @@
+"""Verifying a signed match record from itself alone: :func:`verify_record` and its report.
+
+The record format, its head and its signatures are :mod:`.record`'s, with the theory of operation
+(``spec/protocol.md`` section "Records"); :mod:`.record` re-exports what is defined here. The
+verifier checks the shape, then the signatures, then replays every transcript through a fresh
+:class:`~.match.Match` and compares what the record claims with what the replay says.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from .errors import ProtocolError
+from .game import Game, Phase
+from .inputs import input_from_entry
+from .match import Match
+from .record import RECORD_VERSION, ROLES, RecordError, _pack, record_head
+from .rules import BadRules, rules_from_dict
+
+__all__ = ["GameSummary", "VerifyReport", "verify_record"]
+
+_RECORD_KEYS = frozenset({"v", "match", "rules", "players", "referee", "games", "result"})
+_GAME_KEYS = frozenset({"number", "first", "transcript", "roots", "outcome"})
+_SIG_KEYS = frozenset({"key", "sig", "role"})
+
+
+@dataclass(slots=True)
+class GameSummary:
+    """What the replay of one recorded game found."""
+
+    number: int
+    first: int | None = None
+    shots: int = 0
+    outcome: dict[str, Any] | None = None
+    ok: bool = True
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain form for ``--json`` reports."""
+        return {
+            "number": self.number,
+            "first": self.first,
+            "shots": self.shots,
+            "outcome": self.outcome,
+            "ok": self.ok,
+            "reason": self.reason,
+        }
+
+
+@dataclass(slots=True)
+class VerifyReport:
+    """The verdict on a signed record.
+
+    ``reason`` is the first problem found (empty when ``ok``); it starts with a stable slug:
+    ``malformed``, ``missing_signature``, ``wrong_key``, ``bad_signature``, ``bad_rules``,
+    ``transcript_invalid``, ``first_mismatch``, ``roots_mismatch``, ``outcome_mismatch`` or
+    ``result_mismatch``. ``problems`` lists every problem found, in that order.
+    """
+
+    ok: bool
+    reason: str = ""
+    problems: list[str] = field(default_factory=list)
+    games: list[GameSummary] = field(default_factory=list)
+    signatures: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain form for ``--json`` reports (keys as hex)."""
+        return {
+            "ok": self.ok,
+            "reason": self.reason,
+            "problems": list(self.problems),
+            "games": [g.to_dict() for g in self.games],
+            "signatures": [dict(s) for s in self.signatures],
+        }
+
+
+def _is_key(v: Any) -> bool:
+    return isinstance(v, bytes) and len(v) == 32
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _check_shape(signed: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    if not isinstance(signed, dict) or set(signed) != {"record", "sigs"}:
+        raise RecordError("a signed record is a map {record, sigs}")
+    rec, sigs = signed["record"], signed["sigs"]
+    if not isinstance(rec, dict) or set(rec) != _RECORD_KEYS:
+        raise RecordError(f"a record is a map of {', '.join(sorted(_RECORD_KEYS))}")
+    if rec["v"] != RECORD_VERSION or not _is_int(rec["v"]):
+        raise RecordError(f"record version {rec['v']!r}; this verifier reads {RECORD_VERSION}")
+    if not isinstance(rec["match"], bytes) or len(rec["match"]) != 16:
+        raise RecordError("match is a 16-byte id")
+    players = rec["players"]
+    if not isinstance(players, list) or len(players) != 2 or not all(map(_is_key, players)):
+        raise RecordError("players are two 32-byte keys")
+    if rec["referee"] is not None and not _is_key(rec["referee"]):
+        raise RecordError("referee is a 32-byte key or nil")
+    if not isinstance(rec["games"], list) or not isinstance(rec["result"], dict):
+        raise RecordError("games is a list and result a map")
+    for i, g in enumerate(rec["games"], 1):
+        if not isinstance(g, dict) or set(g) != _GAME_KEYS:
+            raise RecordError(f"game {i} is a map of {', '.join(sorted(_GAME_KEYS))}")
+        if not isinstance(g["transcript"], list) or not all(
+            isinstance(e, dict) for e in g["transcript"]
+        ):
+            raise RecordError(f"game {i}: the transcript is a list of maps")
+    if not isinstance(sigs, list):
+        raise RecordError("sigs is a list")
+    roles: set[str] = set()
+    for s in sigs:
+        if not isinstance(s, dict) or set(s) != _SIG_KEYS:
+            raise RecordError("a signature is a map {key, sig, role}")
+        if not _is_key(s["key"]) or not isinstance(s["sig"], bytes) or len(s["sig"]) != 64:
+            raise RecordError("a signature has a 32-byte key and a 64-byte sig")
+        if s["role"] not in ROLES:
+            raise RecordError(f"signature role {s['role']!r}: one of {', '.join(ROLES)}")
+        if s["role"] in roles:
+            raise RecordError(f"two signatures for role {s['role']}")
+        roles.add(s["role"])
+    return rec, sigs
+
+
+def _check_signatures(
+    rec: dict[str, Any], sigs: list[dict[str, Any]], problems: list[str]
+) -> list[dict[str, Any]]:
+    head = record_head(rec)
+    named: dict[str, bytes | None] = {
+        "referee": rec["referee"],
+        "seat0": rec["players"][0],
+        "seat1": rec["players"][1],
+    }
+    required = ["referee"] if rec["referee"] is not None else ["seat0", "seat1"]
+    present = {s["role"] for s in sigs}
+    problems.extend(
+        f"missing_signature: a {'refereed' if role == 'referee' else 'peer'} record needs "
+        f"the {role} signature"
+        for role in required
+        if role not in present
+    )
+    out = []
+    for s in sigs:
+        role, key = s["role"], s["key"]
+        want = named[role]
+        if want is None:
+            problems.append("wrong_key: a referee signature on a peer-play record")
+            ok = False
+        elif key != want:
+            problems.append(
+                f"wrong_key: the {role} signature is by key {key.hex()[:16]}..., "
+                f"the record names {want.hex()[:16]}..."
+            )
+            ok = False
+        else:
+            try:
+                Ed25519PublicKey.from_public_bytes(key).verify(s["sig"], head)
+                ok = True
+            except InvalidSignature:
+                problems.append(f"bad_signature: the {role} signature does not verify")
+                ok = False
+        out.append({"role": role, "key": key.hex(), "ok": ok})
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    # Python equates True with 1; the canonical bytes (and so the signatures) do not.
+    return _pack(a) == _pack(b)
+
+
+def _outcome(g: Game) -> dict[str, Any] | None:
+    return g.outcome.to_dict() if g.outcome else None
+
+
+def _describe(o: dict[str, Any] | None) -> str:
+    if o is None:
+        return "no outcome"
+    who = "a draw" if o.get("winner") is None else f"winner {o.get('winner')}"
+    detail = f": {o['detail']}" if o.get("detail") else ""
+    return f"{who} ({o.get('reason')}{detail})"
+
+
+def _replay_game(
+    m: Match, gd: dict[str, Any], number: int, problems: list[str]
+) -> tuple[GameSummary, bool]:
+    """Replay one game into ``m``; returns its summary and whether the match replay may go on."""
+    summary = GameSummary(number)
+    if gd["number"] != number:
+        problems.append(f"transcript_invalid: game {number} is numbered {gd['number']!r}")
+        summary.ok, summary.reason = False, problems[-1]
+        return summary, False
+    try:
+        g = m.new_game()
+    except ProtocolError as e:
+        problems.append(f"transcript_invalid: game {number}: {e.detail}")
+        summary.ok, summary.reason = False, problems[-1]
+        return summary, False
+    logged = g.transcript
+    rules = m.rules
+    ended = 0
+    for j, entry in enumerate(gd["transcript"], 1):
+        try:
+            g.feed(input_from_entry(entry, rules))
+            # The game logs exactly what it accepted: anything else in the record is not what
+            # the referee's game saw, even when it parses to the same input.
+            if logged[-1] != entry:
+                raise RecordError("not in the form the game logs")
+            if g.outcome and not ended:
+                ended = j
+            continue
+        except ProtocolError as e:
+            why = e.detail or str(e)
+        except Exception as e:  # untrusted input must never crash the verifier
+            why = f"{type(e).__name__}: {e}"
+        if ended:
+            # Say why the replay ended early: that entry, not this one, is where the record lies.
+            why += f"; the replay ended at entry {ended} with {_describe(_outcome(g))}"
+        problems.append(f"transcript_invalid: game {number} entry {j}: {why}")
+        summary.ok, summary.reason = False, problems[-1]
+        summary.first, summary.shots = g.first, len(g.shots)
+        return summary, False
+    summary.first = g.first
+    summary.shots = len(g.shots)
+    replayed = _outcome(g)
+    summary.outcome = replayed
+    start = len(problems)
+    if gd["first"] != g.first:
+        problems.append(
+            f"first_mismatch: game {number} recorded first seat {gd['first']!r}, "
+            f"replay says {g.first!r}"
+        )
+    if gd["roots"] != list(g.roots):
+        problems.append(f"roots_mismatch: game {number} recorded roots are not the committed ones")
+    if not _same(gd["outcome"], replayed):
+        why = "" if g.outcome else f" (the game stopped in phase {g.phase.value})"
+        problems.append(
+            f"outcome_mismatch: game {number} recorded {_describe(gd['outcome'])}, "
+            f"replay says {_describe(replayed)}{why}"
+        )
+    if len(problems) > start:
+        summary.ok, summary.reason = False, problems[start]
+    if g.phase is Phase.OVER:
+        m.game_over()
+        return summary, True
+    # An unfinished game can only be the last one of the record.
+    return summary, False
+
+
+def verify_record(signed: Any) -> VerifyReport:
+    """Verify a signed record from itself alone: signatures, then a replay of every game.
+
+    Never raises on bad input: every problem is named in the report.
+    """
+    try:
+        rec, sigs = _check_shape(signed)
+    except RecordError as e:
+        return VerifyReport(False, f"malformed: {e.detail}", [f"malformed: {e.detail}"])
+    problems: list[str] = []
+    try:
+        signatures = _check_signatures(rec, sigs, problems)
+    except (TypeError, ValueError, OverflowError) as e:  # no canonical form: cannot be signed
+        return VerifyReport(False, f"malformed: {e}", [f"malformed: {e}"])
+    games: list[GameSummary] = []
+    try:
+        rules = rules_from_dict(rec["rules"])
+    except BadRules as e:
+        problems.append(f"bad_rules: {e.detail}")
+    else:
+        if rules.to_dict() != rec["rules"]:
+            problems.append("bad_rules: the rules are not in their full canonical form")
+        m = Match(rules, rec["match"], compact=False)
+        for number, gd in enumerate(rec["games"], 1):
+            summary, go_on = _replay_game(m, gd, number, problems)
+            games.append(summary)
+            if not go_on:
+                if number < len(rec["games"]):
+                    problems.append(
+                        f"transcript_invalid: game {number + 1} follows a game that did not end"
+                        if summary.ok
+                        else f"transcript_invalid: games after game {number} not replayed"
+                    )
+                break
+        if len(games) == len(rec["games"]) and all(s.ok for s in games):
+            replayed = m.to_dict()
+            if not _same(rec["result"], replayed):
+                problems.append(
+                    f"result_mismatch: recorded {rec['result']!r}, replay says {replayed!r}"
+                )
+    return VerifyReport(not problems, problems[0] if problems else "", problems, games, signatures)
