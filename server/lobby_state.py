@@ -1,0 +1,232 @@
+"""What the lobby holds - open matches, the quick queue, running and finished referees, rematch
+offers and the indexes over them - and each match's life, from its start to its eviction
+(:class:`LobbyState`; the requests that change it are :class:`~.lobby.Lobby`'s, and the theory
+of operation is in ``lobby``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TypeAlias, TypeVar
+
+import trio
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from seabattle.protocol.rules import RuleSet
+
+from .config import ContextLog, Limits, Peer, Timers
+from .metrics import Gauges, Metrics
+from .records import conclude
+from .referee import Referee, Seat
+from .store import Store
+from .timers import Heartbeat
+
+__all__ = ["LobbyState", "OpenMatch"]
+
+# The lobby's logger: what its matches' life logs comes from the lobby.
+_log = logging.getLogger("seabattle.server.lobby")
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+@dataclass(slots=True)
+class OpenMatch:
+    """A match waiting for its second player."""
+
+    match_id: bytes
+    rules: RuleSet
+    mode: str
+    public: bool
+    host: Peer
+    invite: str
+
+
+@dataclass(slots=True)
+class _Waiting:
+    """A request answered later: the asking peer and its request id."""
+
+    peer: Peer
+    id: int
+
+
+class LobbyState:
+    """The lobby's matches, queues and indexes, and the life of each match; see the module
+    docstring."""
+
+    def __init__(
+        self,
+        store: Store,
+        key: Ed25519PrivateKey,
+        nursery: trio.Nursery,
+        limits: Limits,
+        metrics: Metrics | None = None,
+        *,
+        timers: Timers | None = None,
+    ) -> None:
+        self.store = store
+        if timers is None:
+            # A lobby on its own (tests) runs its own timer task in its nursery.
+            heartbeat = Heartbeat()
+            nursery.start_soon(heartbeat.run)
+            timers = heartbeat
+        #: where referees set their alarms
+        self.timers: Timers = timers
+        self.metrics = metrics if metrics is not None else Metrics()
+        self.key = key
+        self.nursery = nursery
+        self.limits = limits
+        self.open: dict[bytes, OpenMatch] = {}
+        self.invites: dict[str, bytes] = {}
+        self.running: dict[bytes, Referee] = {}
+        self.finished: OrderedDict[bytes, Referee] = OrderedDict()
+        self.quick_queue: dict[tuple[bytes, str], _Waiting] = {}
+        self.rematch_offers: dict[bytes, dict[int, _Waiting]] = {}
+        self.closing = False
+        # Indexes, so that a connection coming and going costs what concerns it rather than a scan
+        # of every match: a server runs thousands and keeps 1,024 finished ones. The values are
+        # ordered sets (:data:`_Many`), so that peers are told things in a stable order.
+        #: Player id -> the running referees in which it holds a seat.
+        self._seated: dict[str, _Many[Referee]] = {}
+        #: Peer -> the referees (running or kept finished) where it holds a seat or watches.
+        self._present: dict[Peer, _Many[Referee]] = {}
+        #: Peer -> the key of its place in ``quick_queue`` (it holds one at most).
+        self._queued: dict[Peer, tuple[bytes, str]] = {}
+        #: Peer -> the finished matches it has a pending rematch offer in.
+        self._offered: dict[Peer, _Many[bytes]] = {}
+        #: Peer -> the open matches it hosts.
+        self._hosted: dict[Peer, _Many[bytes]] = {}
+
+    # -- match life -------------------------------------------------------------------------------
+
+    def _take_open(self, mid: bytes) -> OpenMatch:
+        """Remove the open match ``mid`` (joined or cancelled) from the lobby and its indexes."""
+        om = self.open.pop(mid)
+        self.invites.pop(om.invite, None)
+        _discard(self._hosted, om.host, mid)
+        return om
+
+    def _cancel_open(self, mid: bytes) -> None:
+        self._take_open(mid)
+        self.nursery.start_soon(self._abort_quietly, mid.hex())
+
+    async def _abort_quietly(self, match_hex: str) -> None:
+        try:
+            await self.store.abort_match(match_hex, _now())
+        except Exception:
+            ContextLog(_log, {"match": match_hex}).exception("abort failed")
+
+    def _start(
+        self, mid: bytes, rules: RuleSet, mode: str, public: bool, peers: list[Peer]
+    ) -> None:
+        seats = [Seat(p.player, p.name, p) for p in peers]
+        for seat in seats:
+            if seat.peer is not None and not seat.peer.connected:
+                # The peer left while the match was being stored: it starts absent, so its grace
+                # period runs instead of the match waiting on a connection that is gone.
+                seat.peer = None
+        ref = Referee(
+            match_id=mid,
+            rules=rules,
+            mode=mode,
+            seats=seats,
+            public=public,
+            finish=self._conclude,
+            metrics=self.metrics,
+            timers=self.timers,
+        )
+        self.running[mid] = ref
+        for seat in seats:
+            _add(self._seated, seat.player, ref)
+            if seat.peer is not None:
+                _add(self._present, seat.peer, ref)
+        self.metrics.matches_started[mode] = self.metrics.matches_started.get(mode, 0) + 1
+        ref.log.info(
+            "started (%s): %s v %s",
+            mode,
+            seats[0].player[:12],
+            seats[1].player[:12],
+        )
+        self.nursery.start_soon(self._run, ref)
+
+    async def _conclude(self, ref: Referee) -> None:
+        await conclude(ref, self.store, self.key)
+
+    async def _run(self, ref: Referee) -> None:
+        try:
+            await ref.run()
+        finally:
+            self.running.pop(ref.match_id, None)
+            for seat in ref.seats:
+                _discard(self._seated, seat.player, ref)
+            ended = self.metrics.matches_finished
+            if ref.signed is None:
+                ended = self.metrics.matches_aborted
+                with trio.CancelScope(shield=True), trio.move_on_after(5):
+                    await self._abort_quietly(ref.hex)
+            ended[ref.mode] = ended.get(ref.mode, 0) + 1
+            self.finished[ref.match_id] = ref
+            while len(self.finished) > self.limits.finished_kept:
+                self._evict(*self.finished.popitem(last=False))
+
+    def _evict(self, mid: bytes, ref: Referee) -> None:
+        """Drop the indexes' last references to a finished match no longer kept in memory."""
+        for peer in [s.peer for s in ref.seats if s.peer is not None] + list(ref.spectators):
+            _discard(self._present, peer, ref)
+        for w in self.rematch_offers.pop(mid, {}).values():
+            _discard(self._offered, w.peer, mid)
+
+    def gauges(self, connections: int) -> Gauges:
+        """What the lobby holds right now, for the metrics endpoint (read at scrape time)."""
+        running: dict[str, int] = {}
+        spectators = 0
+        for ref in self.running.values():
+            running[ref.mode] = running.get(ref.mode, 0) + 1
+            spectators += len(ref.spectators)
+        return Gauges(connections, running, spectators, len(self.open), len(self.quick_queue))
+
+
+#: An index's values for one key, as an ordered set: a tuple while they are few (nearly always
+#: one: a player in one match), a dict beyond. A dict per connection cost ~250 bytes for one
+#: entry, at thousands of connections; a tuple scanned stays cheap up to :data:`_FEW` values.
+_Many: TypeAlias = tuple[_V, ...] | dict[_V, None]
+_FEW = 8
+
+
+def _add(index: dict[_K, _Many[_V]], key: _K, value: _V) -> None:
+    had = index.get(key)
+    if had is None:
+        index[key] = (value,)
+    elif isinstance(had, dict):
+        had[value] = None
+    elif value not in had:
+        more = (*had, value)
+        index[key] = more if len(more) <= _FEW else dict.fromkeys(more)
+
+
+def _discard(index: dict[_K, _Many[_V]], key: _K, value: _V) -> None:
+    had = index.get(key)
+    if had is None:
+        return
+    if isinstance(had, dict):
+        had.pop(value, None)
+        rest = len(had)
+    elif value in had:
+        rest = len(had) - 1
+        index[key] = tuple(v for v in had if v != value)
+    else:
+        return
+    if not rest:  # an empty entry per peer or player ever seen would grow without bound
+        del index[key]
+
+
+def _values(index: dict[_K, _Many[_V]], key: _K, *, pop: bool = False) -> list[_V]:
+    """The values of ``key`` in ``index``, in the order added (a copy); ``pop`` removes them."""
+    had = index.pop(key, None) if pop else index.get(key)
+    return [] if had is None else list(had)
+
+
+def _now() -> int:
+    return int(time.time())
