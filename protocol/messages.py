@@ -46,9 +46,18 @@ class Message:
     DIR: ClassVar[Dir] = Dir.BOTH
 
     def __post_init__(self) -> None:
-        # Registered classes get a compiled __post_init__ of their own (see _compile_validator);
-        # this is the reference path, for anything else.
-        _validate(self)
+        """Check every field, in order (see "validation" below); raises ``BAD_MESSAGE``."""
+        name = ""
+        try:
+            for name, check in _CHECKS.get(type(self)) or _checks(type(self)):
+                v = getattr(self, name)
+                nv = check(v)
+                if nv is not v:  # a list (or a subclass of tuple) held as a tuple
+                    _set(self, name, nv)
+        except _Wrong as e:
+            raise RemoteProtocolError(
+                ErrorCode.BAD_MESSAGE, f"{self.TAG}.{name}{e.at}: {e.what}"
+            ) from None
 
 
 M = TypeVar("M", bound=type[Message])
@@ -67,9 +76,7 @@ def message(tag: str, direction: Dir) -> Callable[[M], M]:
         cls.TAG = tag
         cls.DIR = direction
         MESSAGES[tag] = cls
-        _compiled(cls)  # validation is compiled once, here, not on every message
-        _decoder(tag)
-        _compile_class(cls)
+        _register(cls)  # checks and tables made once, here, not on every message
         return cls
 
     return deco
@@ -84,68 +91,27 @@ def _hints(cls: type[Message]) -> dict[str, Any]:
     return h
 
 
-def _check(value: Any, tp: Any, where: str, max_bytes: int | None = MAX_BYTES) -> Any:
-    """Check ``value`` against the annotation ``tp``; return it normalised (lists -> tuples).
-
-    ``max_bytes`` bounds a ``bin`` field (``None``: only the frame bounds it). This is the
-    reference check: the compiled checkers below only ever accept what it accepts, and hand
-    everything else to it for the verdict and the precise error.
-    """
-    origin = typing.get_origin(tp)
-    if origin in (typing.Union, types.UnionType):
-        args = typing.get_args(tp)
-        if value is None and type(None) in args:
-            return None
-        for a in args:
-            if a is type(None):
-                continue
-            try:
-                return _check(value, a, where, max_bytes)
-            except RemoteProtocolError:
-                continue
-        raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, f"{where}: wrong type")
-    if origin is tuple:
-        (item,) = typing.get_args(tp)[:1]
-        if not isinstance(value, list | tuple) or len(value) > MAX_LIST:
-            raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, f"{where}: expected a list")
-        return tuple(_check(v, item, f"{where}[{i}]", max_bytes) for i, v in enumerate(value))
-    if tp is Any:
-        return value
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, f"{where}: expected a boolean")
-    elif tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, f"{where}: expected an integer")
-    elif tp is str:
-        if not isinstance(value, str) or len(value) > MAX_TEXT:
-            raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, f"{where}: expected text")
-    elif tp is bytes:
-        if not isinstance(value, bytes) or (max_bytes is not None and len(value) > max_bytes):
-            raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, f"{where}: expected bytes")
-    elif tp is dict or origin is dict:
-        if not isinstance(value, dict):
-            raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, f"{where}: expected a map")
-    else:  # pragma: no cover - a programming error in the table
-        raise TypeError(f"unsupported field type {tp!r}")
-    return value
-
-
-# -- compiled checkers -----------------------------------------------------------------------------
+# -- validation ------------------------------------------------------------------------------------
 #
-# Every message built or decoded is validated, so the check runs on every frame in and out. Walking
-# the annotations with typing.get_origin/get_args each time cost most of a decode; instead each
-# class gets, once, a list of (field, fast check) built from its annotations. A fast check tests
-# exact types only (what msgpack decodes and what the shells build) and returns the value,
-# normalised (a list becomes a tuple), or _FAIL for anything else: _check then gives the verdict
-# (it also accepts subclasses, e.g. an IntEnum for an int) and the precise error. So the fast path
-# accepts a subset of what _check accepts, and returns the same value for it.
+# One path: every message built, decoded or not, runs its class's field checks from __post_init__,
+# in field order, and the first refusal is its BAD_MESSAGE error. A field's check is made once
+# from its annotation (when the class is registered, or when an unregistered subclass is first
+# built). It returns the value, normalised (a list, or a subclass of tuple, becomes a tuple), or
+# raises _Wrong. Each check tests the exact type first (what msgpack decodes and what the shells
+# build) and only then the subclasses it also accepts (an IntEnum for an int): a valid frame costs
+# one call and a type test per field.
 
-_FAIL: Any = object()
-_Fast = Callable[[Any], Any]
-#: (field name, fast check, annotation) for each field, and the bin bound for _check.
-_Compiled = tuple[tuple[tuple[str, _Fast, Any], ...], int | None]
-_COMPILED: dict[type[Message], _Compiled] = {}
+_Check = Callable[[Any], Any]
+_LISTS = (list, tuple)
+
+
+class _Wrong(Exception):
+    """A value a check refuses: what was expected, and where below the field (``"[1]"``)."""
+
+    def __init__(self, what: str, at: str = "") -> None:
+        super().__init__(what)
+        self.what = what
+        self.at = at
 
 
 def _any(v: Any) -> Any:
@@ -153,160 +119,123 @@ def _any(v: Any) -> Any:
 
 
 def _bool(v: Any) -> Any:
-    return v if v is True or v is False else _FAIL
+    if v is True or v is False:
+        return v
+    raise _Wrong("expected a boolean")
 
 
 def _int(v: Any) -> Any:
-    return v if type(v) is int else _FAIL
+    if type(v) is int or (isinstance(v, int) and not isinstance(v, bool)):
+        return v
+    raise _Wrong("expected an integer")
 
 
 def _str(v: Any) -> Any:
-    return v if type(v) is str and len(v) <= MAX_TEXT else _FAIL
+    if isinstance(v, str) and len(v) <= MAX_TEXT:
+        return v
+    raise _Wrong("expected text")
+
+
+def _bin(v: Any) -> Any:
+    if isinstance(v, bytes) and len(v) <= MAX_BYTES:
+        return v
+    raise _Wrong("expected bytes")
+
+
+def _any_bin(v: Any) -> Any:
+    # What a server sends: its (larger) frame limit alone bounds a byte string.
+    if isinstance(v, bytes):
+        return v
+    raise _Wrong("expected bytes")
 
 
 def _map(v: Any) -> Any:
-    return v if type(v) is dict else _FAIL
+    if isinstance(v, dict):
+        return v
+    raise _Wrong("expected a map")
 
 
-def _bin(max_bytes: int | None) -> _Fast:
-    if max_bytes is None:
-        return lambda v: v if type(v) is bytes else _FAIL
-    return lambda v: v if type(v) is bytes and len(v) <= max_bytes else _FAIL
+def _tuple(v: Any) -> Any:
+    """The check of ``tuple[Any, ...]``: a list or a tuple of at most ``MAX_LIST`` items."""
+    t = type(v)
+    if not (t is tuple or t is list or isinstance(v, _LISTS)) or len(v) > MAX_LIST:
+        raise _Wrong("expected a list")
+    return v if t is tuple else tuple(v)
 
 
-def _tuple_of(item: Any, max_bytes: int | None) -> _Fast:
-    if item is Any:
+def _tuple_of(item: _Check) -> _Check:
+    """The check of ``tuple[X, ...]``, ``item`` checking an ``X`` (and returning it unchanged)."""
 
-        def any_items(v: Any) -> Any:
-            t = type(v)
-            if (t is list or t is tuple) and len(v) <= MAX_LIST:
-                return v if t is tuple else tuple(v)
-            return _FAIL
-
-        return any_items
-    if item is str:
-
-        def texts(v: Any) -> Any:
-            t = type(v)
-            if (t is list or t is tuple) and len(v) <= MAX_LIST:
-                for x in v:
-                    if type(x) is not str or len(x) > MAX_TEXT:
-                        return _FAIL
-                return v if t is tuple else tuple(v)
-            return _FAIL
-
-        return texts
-    each = _fast(item, max_bytes)
-
-    def items(v: Any) -> Any:
-        t = type(v)
-        if (t is list or t is tuple) and len(v) <= MAX_LIST:
-            out = []
+    def check(v: Any) -> Any:
+        v = _tuple(v)
+        try:
             for x in v:
-                nx = each(x)
-                if nx is _FAIL:
-                    return _FAIL
-                out.append(nx)
-            return tuple(out)
-        return _FAIL
+                item(x)
+        except _Wrong as e:
+            # The first item refused is x itself (a check depends on the value alone).
+            i = next(i for i, y in enumerate(v) if y is x)
+            raise _Wrong(e.what, f"[{i}]") from None
+        return v
 
-    return items
-
-
-def _optional(inner: _Fast) -> _Fast:
-    return lambda v: v if v is None else inner(v)
+    return check
 
 
-def _fast(tp: Any, max_bytes: int | None) -> _Fast:
-    """The fast check for annotation ``tp`` (see above); ``_FAIL`` always for what it lacks."""
+def _union(options: tuple[_Check, ...], nullable: bool) -> _Check:
+    """The check of ``X | Y ...``: the first of ``options`` that accepts the value (or ``None``)."""
+
+    def check(v: Any) -> Any:
+        if v is None and nullable:
+            return v
+        for option in options:
+            try:
+                return option(v)
+            except _Wrong:
+                pass
+        raise _Wrong("wrong type")
+
+    return check
+
+
+_SCALARS: dict[Any, _Check] = {bool: _bool, int: _int, str: _str, dict: _map}
+
+
+def _check_of(tp: Any, max_bytes: int | None) -> _Check:
+    """The check of a field annotated ``tp``; ``max_bytes`` bounds its byte strings, if any."""
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
-        if len(args) == 1:
-            return _optional(_fast(args[0], max_bytes))
-        return lambda v: _FAIL  # pragma: no cover - no such field today; _check decides
+        args = typing.get_args(tp)
+        options = tuple(_check_of(a, max_bytes) for a in args if a is not type(None))
+        return _union(options, type(None) in args)
     if origin is tuple:
-        return _tuple_of(typing.get_args(tp)[0], max_bytes)
+        item = typing.get_args(tp)[0]
+        if item is not Any and item not in (bool, int, str, bytes):
+            raise TypeError(f"unsupported field type {tp!r}")  # a tuple holds scalars
+        return _tuple if item is Any else _tuple_of(_check_of(item, max_bytes))
     if tp is Any:
         return _any
-    if tp is bool:
-        return _bool
-    if tp is int:
-        return _int
-    if tp is str:
-        return _str
     if tp is bytes:
-        return _bin(max_bytes)
-    if tp is dict or origin is dict:
-        return _map
-    raise TypeError(f"unsupported field type {tp!r}")  # pragma: no cover - a table error
+        return _any_bin if max_bytes is None else _bin
+    check = _SCALARS.get(origin or tp)
+    if check is None:
+        raise TypeError(f"unsupported field type {tp!r}")
+    return check
 
 
-def _compiled(cls: type[Message]) -> _Compiled:
-    c = _COMPILED.get(cls)
-    if c is None:
+_set = object.__setattr__
+
+#: class -> (name, check) for each of its fields that a check constrains, in field order.
+_CHECKS: dict[type[Message], tuple[tuple[str, _Check], ...]] = {}
+
+
+def _checks(cls: type[Message]) -> tuple[tuple[str, _Check], ...]:
+    checks = _CHECKS.get(cls)
+    if checks is None:
         # MAX_BYTES protects whoever decodes a client's message; what a server sends is bounded
         # by its (larger) frame limit alone, so a bin there may be as large as the frame.
         max_bytes = None if cls.DIR is Dir.S2C else MAX_BYTES
-        c = (
-            tuple((name, _fast(tp, max_bytes), tp) for name, tp in _hints(cls).items()),
-            max_bytes,
-        )
-        _COMPILED[cls] = c
-    return c
-
-
-def _validate(msg: Message) -> None:
-    checks, _ = _COMPILED.get(type(msg)) or _compiled(type(msg))
-    for i in range(len(checks)):
-        _fix(msg, i)
-
-
-def _fix(msg: Message, i: int) -> None:
-    """:func:`_validate` for field ``i`` of ``msg`` alone (what a compiled validator calls)."""
-    checks, max_bytes = _COMPILED[type(msg)]
-    name, fast, tp = checks[i]
-    v = getattr(msg, name)
-    nv = fast(v)
-    if nv is not v:
-        if nv is _FAIL:
-            nv = _check(v, tp, f"{msg.TAG}.{name}", max_bytes)
-            if nv is v:
-                return
-        object.__setattr__(msg, name, nv)
-
-
-def _accepts(tp: Any, max_bytes: int | None, fast: str) -> str | None:
-    """Python source of a condition on ``x`` that implies ``fast(x) is x`` for annotation ``tp``
-    (``fast`` names the field's fast check); ``None`` when every value passes (``Any``)."""
-    origin = typing.get_origin(tp)
-    if origin in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
-        if len(args) != 1:
-            return "False"  # pragma: no cover - no such field today
-        inner = _accepts(args[0], max_bytes, fast)
-        return None if inner is None else f"x is None or ({inner})"
-    if origin is tuple:
-        item = typing.get_args(tp)[0]
-        if item is Any:
-            return "type(x) is tuple and len(x) <= MAX_LIST"
-        if item is str:
-            # For x not None the field's fast check is the tuple check itself (see _optional).
-            return f"type(x) is tuple and {fast}(x) is x"
-        return "False"  # items() always builds a new tuple: let _fix store it
-    if tp is Any:
-        return None
-    if tp is bool:
-        return "x is True or x is False"
-    if tp is int:
-        return "type(x) is int"
-    if tp is str:
-        return "type(x) is str and len(x) <= MAX_TEXT"
-    if tp is bytes:
-        return "type(x) is bytes" + ("" if max_bytes is None else f" and len(x) <= {max_bytes}")
-    if tp is dict or origin is dict:
-        return "type(x) is dict"
-    raise TypeError(f"unsupported field type {tp!r}")  # pragma: no cover - a table error
+        made = ((name, _check_of(tp, max_bytes)) for name, tp in _hints(cls).items())
+        checks = _CHECKS[cls] = tuple((name, c) for name, c in made if c is not _any)
+    return checks
 
 
 def _fixed(tp: Any) -> bool:
@@ -321,50 +250,20 @@ def _fixed(tp: Any) -> bool:
     return tp in (bool, int, str, bytes, type(None))
 
 
-#: class -> its wire map builder and the fields whose values the frame encoder must walk.
-_FRAMING: dict[type[Message], tuple[Callable[[Message], dict[str, Any]], tuple[str, ...]]] = {}
-
-
-def _compile_class(cls: type[Message]) -> None:
-    """Give registered ``cls`` a compiled ``__post_init__`` and wire map builder.
-
-    The validator tests each field with an inline condition that implies its fast check would
-    return the value unchanged, and hands any other field to :func:`_fix` (the per-field body of
-    :func:`_validate`): the same fields are accepted, normalised and refused, in field order.
-    """
-    checks, max_bytes = _compiled(cls)
-    ns: dict[str, Any] = {"_fix": _fix, "MAX_LIST": MAX_LIST, "MAX_TEXT": MAX_TEXT}
-    body = []
-    for i, (name, fast, tp) in enumerate(checks):
-        cond = _accepts(tp, max_bytes, f"_f{i}")
-        if cond is None:
-            continue
-        ns[f"_f{i}"] = fast
-        body += [f"    x = msg.{name}", f"    if not ({cond}):", f"        _fix(msg, {i})"]
-    src = "def __post_init__(msg):\n" + "\n".join([*body, "    return None"]) + "\n"
-    names = [name for name, _, _ in checks]
-    items = "".join(f", {name!r}: msg.{name}" for name in names)
-    src += f"def build(msg):\n    return {{'t': {cls.TAG!r}{items}}}\n"
-    exec(src, ns)  # the dataclass way: straight-line code beats a loop over the fields
-    cls.__post_init__ = ns["__post_init__"]  # type: ignore[method-assign]
-    hints = _hints(cls)
-    _FRAMING[cls] = (ns["build"], tuple(n for n in names if not _fixed(hints[n])))
-
+#: registered class -> its field names, and those whose values the frame encoder must walk.
+_FRAMING: dict[type[Message], tuple[tuple[str, ...], tuple[str, ...]]] = {}
 
 #: tag -> (class, its field names, every key its wire map has).
 _DECODE: dict[str, tuple[type[Message], tuple[str, ...], frozenset[str]]] = {}
 
 
-def _decoder(tag: str) -> tuple[type[Message], tuple[str, ...], frozenset[str]] | None:
-    entry = _DECODE.get(tag)
-    if entry is None:
-        cls = MESSAGES.get(tag)
-        if cls is None:
-            return None
-        names = tuple(_hints(cls))
-        entry = (cls, names, frozenset(names) | {"t"})
-        _DECODE[tag] = entry
-    return entry
+def _register(cls: type[Message]) -> None:
+    """Make the tables of registered ``cls``: its checks, its decoder and its framing."""
+    _checks(cls)
+    hints = _hints(cls)
+    names = tuple(hints)
+    _DECODE[cls.TAG] = (cls, names, frozenset(names) | {"t"})
+    _FRAMING[cls] = (names, tuple(n for n in names if not _fixed(hints[n])))
 
 
 def decode(d: dict[str, Any]) -> Message:
@@ -372,7 +271,7 @@ def decode(d: dict[str, Any]) -> Message:
     tag = d.get("t")
     if not isinstance(tag, str):
         raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, "a message needs a string 't' tag")
-    entry = _DECODE.get(tag) or _decoder(tag)
+    entry = _DECODE.get(tag)
     if entry is None:
         raise RemoteProtocolError(ErrorCode.UNKNOWN_TAG, f"unknown message tag {tag!r}")
     cls, names, keys = entry
@@ -390,10 +289,9 @@ def decode(d: dict[str, Any]) -> Message:
 def encode(msg: Message) -> dict[str, Any]:
     """The wire map of ``msg`` (tuples become lists when packed)."""
     framing = _FRAMING.get(type(msg))
-    if framing is not None:
-        return framing[0](msg)
+    names = framing[0] if framing is not None else tuple(_hints(type(msg)))
     out: dict[str, Any] = {"t": msg.TAG}
-    for name in _hints(type(msg)):
+    for name in names:
         out[name] = getattr(msg, name)
     return out
 
@@ -408,8 +306,10 @@ def frame(msg: Message, *, max_frame: int = MAX_FRAME) -> bytes:
     framing = _FRAMING.get(type(msg))
     if framing is None:  # not a registered class (a subclass, say): the whole walk
         return encode_frame(encode(msg), max_frame=max_frame)
-    build, free = framing
-    out = build(msg)
+    names, free = framing
+    out: dict[str, Any] = {"t": msg.TAG}
+    for name in names:
+        out[name] = getattr(msg, name)
     return encode_frame_walking(out, [out[k] for k in free], max_frame=max_frame)
 
 

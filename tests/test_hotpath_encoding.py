@@ -4,13 +4,15 @@
   only a message's free-form fields (maps, ``Any``), and a hostile value there is still refused
   with the code the peer would send; every other field cannot hold one, because construction
   refuses it.
-* The compiled validators accept, normalise and refuse exactly what the reference loop does.
+* Construction and decoding (one validation path) accept, normalise and refuse exactly what the
+  reference rules written out here do, with the same error text.
 * ``parse_cell``'s label table gives what the parser gives.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import types
 import typing
 from enum import IntEnum, StrEnum
 from typing import Any
@@ -20,7 +22,7 @@ import pytest
 from helpers import fields, sample, wire_of
 from seabattle.protocol import messages as m
 from seabattle.protocol.codec import MAX_DEPTH, encode_frame
-from seabattle.protocol.errors import LocalProtocolError, Refused, RemoteProtocolError
+from seabattle.protocol.errors import ErrorCode, LocalProtocolError, Refused, RemoteProtocolError
 from seabattle.protocol.grid import Cell, column_label, parse_cell
 
 TAGS = sorted(m.MESSAGES)
@@ -169,32 +171,92 @@ def test_a_field_that_is_not_walked_cannot_hold_what_the_walk_refuses(tag: str) 
             _same(msg)  # the same bytes (or, for a huge int, the same packing error)
 
 
-def _reference(cls: type[m.Message], args: dict[str, Any]) -> m.Message:
-    """The message as the reference loop validates it (no compiled __post_init__)."""
-    msg = object.__new__(cls)
-    for name, value in args.items():
-        object.__setattr__(msg, name, value)
-    m._validate(msg)
-    return msg
+def _reference_check(value: Any, tp: Any, where: str, max_bytes: int | None) -> Any:
+    """The field rules as the protocol states them, written out plainly: what ``value`` is held
+    as in a field annotated ``tp`` (lists as tuples), or the ``BAD_MESSAGE`` refusal. The message
+    module's one validation path must agree with it, value types and error text included."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        for a in args:
+            if a is type(None):
+                continue
+            try:
+                return _reference_check(value, a, where, max_bytes)
+            except RemoteProtocolError:
+                continue
+        raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, f"{where}: wrong type")
+    if origin is tuple:
+        (item,) = typing.get_args(tp)[:1]
+        if not isinstance(value, list | tuple) or len(value) > m.MAX_LIST:
+            raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, f"{where}: expected a list")
+        return tuple(
+            _reference_check(v, item, f"{where}[{i}]", max_bytes) for i, v in enumerate(value)
+        )
+    if tp is Any:
+        return value
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, f"{where}: expected a boolean")
+    elif tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, f"{where}: expected an integer")
+    elif tp is str:
+        if not isinstance(value, str) or len(value) > m.MAX_TEXT:
+            raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, f"{where}: expected text")
+    elif tp is bytes:
+        if not isinstance(value, bytes) or (max_bytes is not None and len(value) > max_bytes):
+            raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, f"{where}: expected bytes")
+    elif tp is dict or origin is dict:
+        if not isinstance(value, dict):
+            raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, f"{where}: expected a map")
+    else:
+        raise TypeError(f"unsupported field type {tp!r}")
+    return value
+
+
+def _reference(cls: type[m.Message], args: dict[str, Any]) -> list[Any]:
+    """The values a message of ``cls`` built from ``args`` holds, by the reference rules, in
+    field order; the first field refused raises (a server's bin is bounded by the frame alone)."""
+    max_bytes = None if cls.DIR is m.Dir.S2C else m.MAX_BYTES
+    return [
+        _reference_check(args[name], tp, f"{cls.TAG}.{name}", max_bytes)
+        for name, tp in fields(cls).items()
+    ]
+
+
+def _held(msg: m.Message) -> list[Any]:
+    return [getattr(msg, f.name) for f in dataclasses.fields(msg)]
 
 
 @pytest.mark.parametrize("tag", TAGS)
-def test_compiled_validators_agree_with_the_reference_loop(tag: str) -> None:
+def test_validation_agrees_with_the_reference_rules(tag: str) -> None:
     cls = m.MESSAGES[tag]
     base = {name: sample(tp) for name, tp in fields(cls).items()}
+    values = [*ANYTHING, b"x" * (m.MAX_BYTES + 1), ["x"] * (m.MAX_LIST + 1), [1, True], (True,)]
     for name in fields(cls):
-        for value in [*ANYTHING, b"x" * (m.MAX_BYTES + 1), ["x"] * (m.MAX_LIST + 1)]:
+        for value in values:
             args = {**base, name: value}
             outcome: list[Any] = []
-            for compiled in (True, False):
+            for built in (True, False):
                 try:
-                    msg = cls(**args) if compiled else _reference(cls, args)
+                    got = _held(cls(**args)) if built else _reference(cls, args)
                 except RemoteProtocolError as e:
                     outcome.append(("refused", e.code, e.detail))
                 else:
-                    got = [getattr(msg, f.name) for f in dataclasses.fields(msg)]
                     outcome.append(("ok", got, [type(x) for x in got]))
             assert outcome[0] == outcome[1], (tag, name, value)
+            # Decoding builds the message the same way: the same values, or the same refusal.
+            wire = {"t": tag, **{k: list(v) if type(v) is tuple else v for k, v in args.items()}}
+            try:
+                decoded: Any = m.decode(wire)
+            except RemoteProtocolError as e:
+                assert outcome[0] == ("refused", e.code, e.detail), (tag, name, value)
+            else:
+                got = _held(decoded)
+                assert outcome[0] == ("ok", got, [type(x) for x in got]), (tag, name, value)
 
 
 def test_a_subclass_of_a_message_is_framed_with_the_whole_walk() -> None:

@@ -1,4 +1,4 @@
-"""Message validation: every type round-trips, and the compiled checks refuse what they must."""
+"""Message validation: every type round-trips, and the field checks refuse what they must."""
 
 from __future__ import annotations
 
