@@ -32,6 +32,7 @@ import trio
 from seabattle.common.keys import load_or_create_key
 
 from .config import Limits
+from .journal import Journal
 from .lobby import Lobby
 from .logs import configure_logging
 from .metrics import Metrics, serve_metrics
@@ -87,7 +88,11 @@ async def serve(
         trio.open_nursery() as matches,
     ):
         timers = Heartbeat()
-        lobby = Lobby(store, key, matches, limits, stats, timers=timers)
+        journal = Journal(store, window=limits.journal_window) if limits.journal else None
+        if journal is not None:
+            await outer.start(journal.run)
+        lobby = Lobby(store, key, matches, limits, stats, timers=timers, journal=journal)
+        await lobby.recover()
         ident = Identity(
             key, public, store, lobby, limits, guests, {}, {}, stats, timers, nursery=outer
         )
@@ -189,6 +194,14 @@ async def _graceful(
     _log.info("shutting down: %d running matches", len(lobby.running))
     accept_scope.cancel()
     lobby.closing = True
+    if lobby.journal is not None:
+        # Journaled matches go on when the server comes back: nothing to wait for.
+        for c in list(clients):
+            c.close("shutdown")
+        with trio.move_on_after(limits.flush_timeout):
+            while clients:
+                await trio.sleep(0.01)
+        return
     busy = {s.peer for ref in lobby.running.values() for s in ref.seats if s.peer is not None}
     for c in list(clients):
         if c not in busy:

@@ -43,6 +43,10 @@ class Limits:
     shutdown_grace: float = 5.0  #: how long running matches get to finish on shutdown
     flush_timeout: float = 2.0  #: how long a closing connection may take to drain its queue
     finished_kept: int = 1024  #: finished matches kept in memory for cosign, rematch and records
+    #: store every accepted move before sending what it caused, so matches survive a restart
+    journal: bool = True
+    #: how long the journal waits for more moves to write in one transaction (0: one pass)
+    journal_window: float = 0.0
 
 
 class Peer(Protocol):

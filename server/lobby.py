@@ -31,6 +31,7 @@ from seabattle.protocol.errors import ErrorCode, Refused, RemoteProtocolError
 from seabattle.protocol.rules import RuleSet, rules_from_dict
 
 from .config import ContextLog, Limits, Peer, Timers, TokenBucket, peer_context
+from .journal import Journal
 from .lobby_rules import _SHAPE_KEYS, parse_rules_within
 from .lobby_state import LobbyState, OpenMatch, _add, _discard, _now, _values, _Waiting
 from .metrics import Metrics
@@ -57,8 +58,9 @@ class Lobby(LobbyState):
         metrics: Metrics | None = None,
         *,
         timers: Timers | None = None,
+        journal: Journal | None = None,
     ) -> None:
-        super().__init__(store, key, nursery, limits, metrics, timers=timers)
+        super().__init__(store, key, nursery, limits, metrics, timers=timers, journal=journal)
         # One rule check at a time in a thread: a flood of crafted fleets costs one core at most.
         self._rules_limiter = trio.CapacityLimiter(1)
         self._rule_buckets: dict[Peer, TokenBucket] = {}

@@ -12,11 +12,13 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TypeAlias, TypeVar
 
+import msgpack
 import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from seabattle.protocol.rules import RuleSet
+from seabattle.protocol.rules import RuleSet, rules_from_dict
 
 from .config import ContextLog, Limits, Peer, Timers
+from .journal import Clock, Journal, ReplayError, started
 from .metrics import Gauges, Metrics
 from .records import conclude
 from .referee import Referee, Seat
@@ -65,8 +67,12 @@ class LobbyState:
         metrics: Metrics | None = None,
         *,
         timers: Timers | None = None,
+        journal: Journal | None = None,
     ) -> None:
         self.store = store
+        #: where running matches store their moves (``None``: they live in memory only)
+        self.journal = journal
+        self.clock = Clock() if journal is not None else None
         if timers is None:
             # A lobby on its own (tests) runs its own timer task in its nursery.
             heartbeat = Heartbeat()
@@ -127,7 +133,18 @@ class LobbyState:
                 # The peer left while the match was being stored: it starts absent, so its grace
                 # period runs instead of the match waiting on a connection that is gone.
                 seat.peer = None
-        ref = Referee(
+        self._run_referee(self._referee(mid, rules, mode, public, seats))
+
+    def _referee(
+        self,
+        mid: bytes,
+        rules: RuleSet,
+        mode: str,
+        public: bool,
+        seats: list[Seat],
+        lot: bytes | None = None,
+    ) -> Referee:
+        return Referee(
             match_id=mid,
             rules=rules,
             mode=mode,
@@ -136,7 +153,13 @@ class LobbyState:
             finish=self._conclude,
             metrics=self.metrics,
             timers=self.timers,
+            journal=self.journal,
+            clock=self.clock,
+            lot=lot,
         )
+
+    def _run_referee(self, ref: Referee) -> None:
+        mid, mode, seats = ref.match_id, ref.mode, ref.seats
         self.running[mid] = ref
         for seat in seats:
             _add(self._seated, seat.player, ref)
@@ -161,15 +184,60 @@ class LobbyState:
             self.running.pop(ref.match_id, None)
             for seat in ref.seats:
                 _discard(self._seated, seat.player, ref)
-            ended = self.metrics.matches_finished
-            if ref.signed is None:
-                ended = self.metrics.matches_aborted
-                with trio.CancelScope(shield=True), trio.move_on_after(5):
-                    await self._abort_quietly(ref.hex)
-            ended[ref.mode] = ended.get(ref.mode, 0) + 1
-            self.finished[ref.match_id] = ref
-            while len(self.finished) > self.limits.finished_kept:
-                self._evict(*self.finished.popitem(last=False))
+            suspended = ref.signed is None and self.closing and self.journal is not None
+            if suspended and not ref.failed:
+                # A shutdown: the journal holds the match, which goes on when the server (or
+                # another on the same store) starts again. Nothing to abort, nothing to keep.
+                ref.log.info("suspended: it resumes from its journal")
+            else:
+                await self._ended(ref)
+
+    async def _ended(self, ref: Referee) -> None:
+        ended = self.metrics.matches_finished
+        if ref.signed is None:
+            ended = self.metrics.matches_aborted
+            with trio.CancelScope(shield=True), trio.move_on_after(5):
+                await self._abort_quietly(ref.hex)
+        ended[ref.mode] = ended.get(ref.mode, 0) + 1
+        self.finished[ref.match_id] = ref
+        while len(self.finished) > self.limits.finished_kept:
+            self._evict(*self.finished.popitem(last=False))
+
+    async def recover(self) -> int:
+        """Take up every match the store says is still playing, from its journal (a restart).
+
+        A match whose journal cannot be replayed is ended as aborted, with the reason. Returns
+        how many matches go on.
+        """
+        taken = 0
+        for row in await self.store.running_matches():
+            log = ContextLog(_log, {"match": row.id})
+            try:
+                if self.journal is None:
+                    raise ReplayError("this server keeps no journal")
+                entries = await self.store.journal(row.id)
+                if not entries:
+                    raise ReplayError("nothing was journaled")
+                lot, public = started(entries[0])
+                rules = rules_from_dict(msgpack.unpackb(row.rules, raw=False))
+                if row.seat1 is None:
+                    raise ReplayError("the match has one seat")
+                seats = []
+                for player in (row.seat0, row.seat1):
+                    known = await self.store.get_player(player)
+                    seats.append(Seat(player, known.name if known else player[:12]))
+                ref = self._referee(bytes.fromhex(row.id), rules, row.mode, public, seats, lot)
+                ref.replay(entries)
+            except Exception as e:  # a corrupted journal must not stop the server
+                reason = str(e) if isinstance(e, ReplayError) else f"{type(e).__name__}: {e}"
+                log.warning("cannot be resumed, aborted: %s", reason)
+                await self.store.abort_match(row.id, _now(), reason)
+                continue
+            self._run_referee(ref)
+            taken += 1
+        if taken:
+            _log.info("resumed %d running matches from their journals", taken)
+        return taken
 
     def _evict(self, mid: bytes, ref: Referee) -> None:
         """Drop the indexes' last references to a finished match no longer kept in memory."""

@@ -122,13 +122,11 @@ class Referee:
         metrics: Metrics | None = None,
         journal: Journal | None = None,
         clock: Clock | None = None,
-        recovered: list[bytes] | None = None,
         lot: bytes | None = None,
     ) -> None:
         """``journal``: store every accepted input before sending what it caused (``clock``
-        maps trio time to the journal's wall-clock time). ``recovered``: the journal of a match
-        that was running when the server stopped, whose lot secret is ``lot``: the match goes on
-        from where it stood."""
+        maps trio time to the journal's wall-clock time). ``lot``: the secret the lots are drawn
+        from (a match taken up from its journal, :meth:`replay`); a fresh one otherwise."""
         self.match_id = match_id
         self.hex = match_id.hex()
         self.rules = rules
@@ -144,7 +142,6 @@ class Referee:
         )
         self._journal = journal
         self._clock = clock if clock is not None or journal is None else Clock()
-        self._recovered = recovered
         self._jn = 0  #: the number of the next journal entry
         self._failed = False  #: an input could not be journaled: the match cannot go on
         # A server holds thousands of referees, most never watched nor co-signed: the set of
@@ -275,6 +272,18 @@ class Referee:
         self._failed = True
         self._wake.set()
 
+    @property
+    def failed(self) -> bool:
+        """Whether a move could not be journaled (the match was ended for it)."""
+        return self._failed
+
+    def replay(self, entries: list[bytes]) -> None:
+        """Take the match up from its journal ``entries`` (a restart), before :meth:`run`;
+        raises :class:`~.journal.ReplayError` if they cannot be replayed."""
+        assert self._clock is not None and self._jn == 0
+        replay(self.core, entries, self._clock)
+        self._jn = len(entries)
+
     async def _flushed(self) -> None:
         """Wait until everything this match said has been journaled and written."""
         if self._journal is not None and not self._journal.idle:
@@ -379,12 +388,8 @@ class Referee:
         # A plain function, not run()'s body: logging materialises the frame that calls it,
         # and run()'s would keep that object for the whole match.
         now = trio.current_time()
-        if self._recovered is not None:
-            assert self._clock is not None
-            replay(self.core, self._recovered, self._clock)
-            self._jn = len(self._recovered)
-            self._recovered = None
-            self.log.info("recovered from %d journal entries", self._jn)
+        if self._jn:
+            self.log.info("taken up from %d journal entries", self._jn)
         else:
             lot = self.core.lot_secret
             self._out(self.core.start(now), ("start", lot, self.public, now))

@@ -1,0 +1,116 @@
+"""Matches survive the server: a restart on the same store takes every running match up from its
+journal, and the players who come back finish it, with a record that verifies.
+
+What an operator relies on: a deploy (a graceful shutdown) or a crash loses no acknowledged move;
+a journal that cannot be replayed ends its match as aborted, with the reason, and the others go on.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+from helpers import SMALL, TC, Bot, connect, pair, play_both, start_server
+from seabattle.protocol import messages as m
+from seabattle.protocol.record import load_record, verify_record
+from seabattle.server.store import Store
+
+
+def _verdicts(seen: list[Any]) -> int:
+    return sum(isinstance(x, m.VerdictMsg) for x in seen)
+
+
+class Recorder(Bot):
+    """A bot that remembers every verdict it was told: what it was acknowledged."""
+
+    def __init__(self, c: TC, mode: str, seed: int = 0) -> None:
+        super().__init__(c, mode, seed)
+        self.told: list[m.VerdictMsg] = []
+
+    async def on(self, msg: Any) -> None:
+        if isinstance(msg, m.VerdictMsg):
+            self.told.append(msg)
+        await super().on(msg)
+
+
+async def _play_some(a: Bot, b: Bot, verdicts: int) -> None:
+    """Both play on until ``a`` has been told ``verdicts`` verdicts."""
+    seen = 0
+
+    def enough(msg: Any) -> bool:
+        nonlocal seen
+        seen += isinstance(msg, m.VerdictMsg)
+        return seen >= verdicts
+
+    async with trio.open_nursery() as n:
+        n.start_soon(b.play)
+        await a.play(enough)
+        n.cancel_scope.cancel()
+
+
+async def _record(addr: tuple[str, int], nursery: trio.Nursery, mid: bytes) -> dict[str, Any]:
+    c = await connect(addr, nursery)
+    ok = await c.request(m.GetRecord(1, mid))
+    assert isinstance(ok, m.Ok), ok
+    return load_record(ok.data["record"])
+
+
+@pytest.mark.parametrize("mode", ["blind", "custody"])
+async def test_a_match_goes_on_after_a_graceful_restart(
+    tmp_path: Path, nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, mode: str
+) -> None:
+    async with trio.open_nursery() as first:
+        addr, shutdown = await start_server(first, tmp_path)
+        a, b, mid = await pair(addr, nursery, SMALL, mode)
+        ba, bb = Recorder(a, mode, 1), Recorder(b, mode, 2)
+        await _play_some(ba, bb, 4)
+        shutdown.set()  # a deploy: SIGTERM
+        assert (await a.expect(m.Bye, skip=(m.Clock, m.ShotCalled, m.VerdictMsg))).reason == (
+            "shutdown"
+        )
+    async with Store.open(tmp_path / "db.sqlite") as store:
+        (row,) = await store.running_matches()  # not aborted: it is to go on
+        assert row.id == mid.hex() and await store.journal(row.id)
+    told = [v for v in ba.told]
+    addr2, _ = await start_server(nursery, tmp_path)
+    # The same players, on new connections: each gets its seat back, with start and a snapshot.
+    ba.c = await connect(addr2, nursery, key=a.key, name="alice")
+    bb.c = await connect(addr2, nursery, key=b.key, name="bob")
+    await play_both(ba, bb)
+    assert ba.result is not None and bb.result is not None
+    signed = await _record(addr2, nursery, mid)
+    report = verify_record(signed)
+    assert report.ok, report.problems
+    # Every verdict a player was told before the restart is in the record, in its place.
+    shots = [e for e in signed["record"]["games"][0]["transcript"] if e["in"] == "answer"]
+    assert [e["verdict"] for e in shots[: len(told)]] == [v.verdict for v in told]
+
+
+async def test_a_journal_that_cannot_be_replayed_aborts_its_match_with_the_reason(
+    tmp_path: Path, nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    async with trio.open_nursery() as first:
+        addr, shutdown = await start_server(first, tmp_path)
+        a, b, bad = await pair(addr, nursery, SMALL, "custody")
+        c, d, good = await pair(addr, nursery, SMALL, "custody")
+        bots = [Bot(x, "custody", i) for i, x in enumerate((a, b, c, d))]
+        await _play_some(bots[0], bots[1], 2)
+        await _play_some(bots[2], bots[3], 2)
+        shutdown.set()
+        await a.expect(m.Bye, skip=(m.Clock, m.ShotCalled, m.VerdictMsg))
+    # A damaged row, as an operator might find one after a disk fault.
+    with sqlite3.connect(tmp_path / "db.sqlite") as conn:
+        conn.execute("UPDATE journal SET entry = x'c1' WHERE match_id = ? AND n = 2", (bad.hex(),))
+    addr2, _ = await start_server(nursery, tmp_path)
+    async with Store.open(tmp_path / "db.sqlite") as store:
+        aborted = await store.get_match(bad.hex())
+        assert aborted is not None and aborted.status == "aborted"
+        assert aborted.result["aborted"].startswith("entry 2: ")
+    bots[2].c = await connect(addr2, nursery, key=c.key)
+    bots[3].c = await connect(addr2, nursery, key=d.key)
+    await play_both(bots[2], bots[3])  # the other match goes on
+    assert verify_record(await _record(addr2, nursery, good)).ok
