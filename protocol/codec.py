@@ -19,6 +19,7 @@ received bytes to a :class:`FrameDecoder` and writes what :func:`encode_frame` r
 from __future__ import annotations
 
 import struct
+import threading
 from typing import Any, NoReturn
 
 import msgpack
@@ -46,7 +47,33 @@ HEADER_SIZE = 4
 
 _HEADER = struct.Struct(">I")
 _unpackb = msgpack.unpackb
-_packb = msgpack.packb
+
+
+class _Packer(threading.local):
+    # msgpack.packb makes a Packer (and its 256 KB buffer) for every call and drops it: about a
+    # third of packing a small frame, which happens for every frame sent and for every received
+    # one whose maps nest (the re-pack in _unpack). One packer per thread is kept instead (its
+    # buffer stays as large as the largest body it packed); a Packer resets itself after an
+    # error, and gives the bytes and the errors packb gives.
+    def __init__(self) -> None:
+        self.packer: msgpack.Packer | None = msgpack.Packer(use_bin_type=True)
+
+
+_PACKER = _Packer()
+
+
+def _packb(obj: Any) -> bytes:
+    """``msgpack.packb(obj, use_bin_type=True)``."""
+    local = _PACKER
+    packer = local.packer
+    if packer is None:  # a pack inside a pack (a finalizer run mid-way, say): not the same buffer
+        return msgpack.packb(obj, use_bin_type=True)  # type: ignore[no-any-return]
+    local.packer = None
+    try:
+        return packer.pack(obj)  # type: ignore[no-any-return]
+    finally:
+        local.packer = packer
+
 
 # Value types that need no further look: exact types, because msgpack only ever builds these.
 _SCALARS = frozenset({str, int, bytes, bool, type(None)})
@@ -187,7 +214,7 @@ def _unpack(body: bytes | bytearray | memoryview) -> dict[str, Any]:
     except (ValueError, TypeError, RemoteProtocolError):
         return _unpack_exact(body)
     if nested_map:
-        if _packb(obj, use_bin_type=True) == body:
+        if _packb(obj) == body:
             return obj
     elif len(obj) == _top_map_count(body):
         return obj
@@ -253,7 +280,7 @@ def encode_frame_walking(
 
 def _pack_frame(obj: dict[str, Any], max_frame: int) -> bytes:
     try:
-        body: bytes = _packb(obj, use_bin_type=True)
+        body = _packb(obj)
     except (OverflowError, ValueError, TypeError) as exc:
         raise LocalProtocolError(ErrorCode.BAD_MESSAGE, str(exc)) from exc
     if len(body) > max_frame:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+import threading
 from collections.abc import Callable
 from enum import IntEnum
 from typing import Any
@@ -665,3 +666,52 @@ def test_encode_refuses_a_cycle() -> None:
 def test_encode_accepts_int_subclasses_and_tuples() -> None:
     data = encode_frame({"c": Color.RED, "p": (1, 2), "ok": True})
     assert strict_unpack(data[4:]) == {"c": 1, "p": [1, 2], "ok": True}
+
+
+# One msgpack packer per thread packs every frame (and the decoder's re-pack): what it gives must be
+# what msgpack.packb gives, whatever was packed before, in whichever thread, from inside a pack.
+
+
+def packed(message: dict[str, Any]) -> bytes:
+    return frame(msgpack.packb(message, use_bin_type=True))
+
+
+def test_a_refused_frame_leaves_nothing_behind_for_the_next() -> None:
+    good = {"t": "ping", "n": [1, "two", b"3", {"k": None}]}
+    for bad in ({"a": 1, "i": 2**64}, {"a": "x", "s": "\ud800"}, {"a": [1, 2], "z": -(2**63) - 1}):
+        with pytest.raises(LocalProtocolError) as info:
+            encode_frame(bad)
+        assert info.value.code is ErrorCode.BAD_MESSAGE
+        assert encode_frame(good) == packed(good)
+        assert strict_unpack(packed({"m": good})[HEADER_SIZE:]) == {"m": good}
+
+
+def test_frames_packed_by_threads_at_once_are_each_their_own() -> None:
+    messages = [{"t": "x", "i": i, "b": bytes(i % 64), "l": list(range(i % 9))} for i in range(300)]
+    want = [packed(msg) for msg in messages]
+    got: dict[int, list[bytes]] = {}
+    start = threading.Barrier(4)
+
+    def work(k: int) -> None:
+        start.wait()
+        got[k] = [encode_frame(msg) for msg in messages for _ in range(3)][::3]
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(got) == [0, 1, 2, 3] and all(frames == want for frames in got.values())
+
+
+def test_a_frame_packed_while_another_is_being_packed_is_its_own() -> None:
+    inner: list[bytes] = []
+
+    class Mapping(dict[str, Any]):
+        # msgpack reads a dict subclass with its (Python) items(): code that runs mid-pack.
+        def items(self) -> Any:
+            inner.append(encode_frame({"inner": [1, 2, 3]}))
+            return super().items()
+
+    assert encode_frame({"m": Mapping(a=1), "z": b"z"}) == packed({"m": {"a": 1}, "z": b"z"})
+    assert inner == [packed({"inner": [1, 2, 3]})]
