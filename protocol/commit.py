@@ -37,7 +37,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import FrozenInstanceError, dataclass
 from typing import Any
 
@@ -191,8 +191,12 @@ class ShipOpening:
         return cls(k, p, salt)
 
 
-def _packed(leaves: list[Any] | tuple[Any, ...]) -> bytes | None:
-    """``leaves`` as one string of 32-byte hashes, or ``None`` unless every leaf is one."""
+_BYTES, _LEAF_SIZE = frozenset({bytes}), frozenset({32})
+
+
+def _joined(cells: Sequence[Any], ships: Sequence[Any]) -> bytes | None:
+    """Every leaf of ``cells`` then ``ships`` in one string, or ``None`` unless each is 32 bytes."""
+    leaves = (*cells, *ships)
     if set(map(type, leaves)) <= _BYTES and set(map(len, leaves)) <= _LEAF_SIZE:
         return b"".join(leaves)  # what every decoder gives: checked at C speed
     if all(isinstance(x, bytes) and len(x) == 32 for x in leaves):
@@ -200,31 +204,49 @@ def _packed(leaves: list[Any] | tuple[Any, ...]) -> bytes | None:
     return None
 
 
-_BYTES, _LEAF_SIZE = frozenset({bytes}), frozenset({32})
+def _split(leaves: bytes, start: int, end: int) -> tuple[bytes, ...]:
+    return tuple(leaves[i : i + 32] for i in range(start, end, 32))
 
 
-def _split(packed: bytes) -> tuple[bytes, ...]:
-    return tuple(packed[i : i + 32] for i in range(0, len(packed), 32))
+_put = object.__setattr__
 
 
 class Commitment:
     """The public commitment of one player's fleet in one game: its leaf list.
 
-    ``cells`` and ``ships`` are tuples of 32-byte leaves. A referee holds thousands of these, so
-    well-formed leaves are kept as one byte string per list (3.4 KB for 10x10, against 7 KB as 105
-    separate ``bytes``); the tuples are built when read. Anything else given (a leaf of the wrong
-    type or size) is kept as given, for :meth:`check_shape` to refuse.
+    Held in one form, whoever made it: every leaf, the cells' by cell index then the ships' by
+    ship index, in one ``bytes`` of 32-byte hashes (3.4 KB for 10x10, against 7 KB as 105
+    separate ``bytes``; a referee holds two per game), and the number of ship leaves. The tuples
+    :attr:`cells` and :attr:`ships` are built when read. The commitment of a fleet whose secret is
+    at hand (:class:`Committed`) may stop holding the string (:meth:`Committed.drop_leaves`): it
+    is then derived again, the same bytes, when read.
+
+    Leaf lists of anything but 32-byte leaves make no commitment: the constructor and
+    :meth:`from_dict` keep them as given, in a private subclass that :meth:`check_shape` refuses
+    (so that a game refuses them in its own order, and they read back as they came).
     """
 
-    __slots__ = ("_cells", "_ships")
-    _cells: bytes | tuple[Any, ...]
-    _ships: bytes | tuple[Any, ...]
+    __slots__ = ("_leaves", "_opener", "_ships")
+    _leaves: bytes | None  #: every leaf, cells then ships; None once dropped (see _opener)
+    _ships: int  #: how many of them are ship leaves
+    _opener: _Opener | None  #: the fleet and secret they derive from, if known here
 
-    def __init__(self, cells: Iterable[bytes], ships: Iterable[bytes]) -> None:
-        for name, given in (("_cells", cells), ("_ships", ships)):
-            leaves = given if isinstance(given, list | tuple) else tuple(given)
-            packed = _packed(leaves)
-            object.__setattr__(self, name, tuple(leaves) if packed is None else packed)
+    def __new__(cls, cells: Iterable[bytes], ships: Iterable[bytes]) -> Commitment:
+        """The commitment to the leaves ``cells`` and ``ships`` (32 bytes each)."""
+        cells = cells if isinstance(cells, list | tuple) else tuple(cells)
+        ships = ships if isinstance(ships, list | tuple) else tuple(ships)
+        leaves = _joined(cells, ships)
+        if leaves is None:
+            return _Malformed(cells, ships)
+        return Commitment._of(leaves, len(ships), None)
+
+    @classmethod
+    def _of(cls, leaves: bytes | None, ships: int, opener: _Opener | None) -> Commitment:
+        self = object.__new__(cls)
+        _put(self, "_leaves", leaves)
+        _put(self, "_ships", ships)
+        _put(self, "_opener", opener)
+        return self
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise FrozenInstanceError(f"cannot assign to field {name!r}")
@@ -238,9 +260,7 @@ class Commitment:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Commitment):
             return NotImplemented
-        if isinstance(self._cells, bytes) and isinstance(other._cells, bytes):
-            return self._cells == other._cells and self._ships == other._ships
-        return (self.cells, self.ships) == (other.cells, other.ships)
+        return self._ships == other._ships and self._string() == other._string()
 
     def __hash__(self) -> int:
         return hash((self.cells, self.ships))
@@ -248,43 +268,53 @@ class Commitment:
     def __repr__(self) -> str:
         return f"Commitment(cells={self.cells!r}, ships={self.ships!r})"
 
+    def _string(self) -> bytes:
+        """Every leaf, held or derived again."""
+        leaves = self._leaves
+        if leaves is None:
+            assert self._opener is not None  # only a commitment with an opener drops them
+            return self._opener.leaves()
+        return leaves
+
+    def _cell_count(self) -> int:
+        leaves = self._leaves
+        if leaves is None:
+            assert self._opener is not None
+            return len(self._opener.occupancy)
+        return (len(leaves) >> 5) - self._ships
+
     @property
     def cells(self) -> tuple[bytes, ...]:
         """The cell leaves, by cell index."""
-        c = self._cells
-        return _split(c) if isinstance(c, bytes) else c
+        leaves = self._string()
+        return _split(leaves, 0, len(leaves) - (self._ships << 5))
 
     @property
     def ships(self) -> tuple[bytes, ...]:
         """The ship leaves, by ship index."""
-        s = self._ships
-        return _split(s) if isinstance(s, bytes) else s
+        leaves = self._string()
+        return _split(leaves, len(leaves) - (self._ships << 5), len(leaves))
 
     def cell_leaf(self, i: int) -> bytes:
         """Cell leaf ``i`` (``self.cells[i]``, without building the tuple)."""
-        c = self._cells
-        if isinstance(c, bytes):
-            if not 0 <= i < len(c) >> 5:
-                raise IndexError("cell leaf index out of range")
-            return c[i << 5 : (i + 1) << 5]
-        leaf: bytes = c[i]
-        return leaf
+        if not 0 <= i < self._cell_count():
+            raise IndexError("cell leaf index out of range")
+        leaves = self._leaves
+        if leaves is None:
+            assert self._opener is not None
+            return self._opener.cell_leaf(i)  # derived alone, not with all the others
+        return leaves[i << 5 : (i + 1) << 5]
 
     def ship_leaf(self, k: int) -> bytes:
         """Ship leaf ``k`` (``self.ships[k]``, without building the tuple)."""
-        s = self._ships
-        if isinstance(s, bytes):
-            if not 0 <= k < len(s) >> 5:
-                raise IndexError("ship leaf index out of range")
-            return s[k << 5 : (k + 1) << 5]
-        leaf: bytes = s[k]
-        return leaf
-
-    def _count(self, leaves: bytes | tuple[Any, ...]) -> int:
-        return len(leaves) >> 5 if isinstance(leaves, bytes) else len(leaves)
-
-    def _ship_count(self) -> int:
-        return self._count(self._ships)
+        if not 0 <= k < self._ships:
+            raise IndexError("ship leaf index out of range")
+        leaves = self._leaves
+        if leaves is None:
+            assert self._opener is not None
+            return self._opener.ship_leaf(k)
+        at = len(leaves) - ((self._ships - k) << 5)
+        return leaves[at : at + 32]
 
     def shares_leaves(self, other: Commitment) -> bool:
         """Whether any cell leaf of ``other`` is also one of this commitment's."""
@@ -292,40 +322,30 @@ class Commitment:
 
     def root(self, ctx: bytes) -> bytes:
         """The 32-byte name of this commitment under ``ctx``."""
-        c, s = self._cells, self._ships
-        if isinstance(c, bytes) and isinstance(s, bytes):
-            return hashlib.sha256(_ROOT + ctx + c + s).digest()
-        return root_of(ctx, self.cells, self.ships)
+        return hashlib.sha256(_ROOT + ctx + self._string()).digest()  # root_of(), at once
 
     def check_shape(self, rules: RuleSet) -> None:
         """Refuse a leaf list of the wrong size or with malformed leaves (``BAD_COMMITMENT``)."""
-        n_cells, n_ships = self._count(self._cells), self._count(self._ships)
-        if n_cells != rules.cells or n_ships != len(rules.fleet):
-            raise RemoteProtocolError(
-                ErrorCode.BAD_COMMITMENT,
-                f"expected {rules.cells} cell leaves and {len(rules.fleet)} ship leaves, "
-                f"got {n_cells} and {n_ships}",
-            )
-        if not isinstance(self._cells, bytes) or not isinstance(self._ships, bytes):
-            raise RemoteProtocolError(ErrorCode.BAD_COMMITMENT, "every leaf is 32 bytes")
+        _check_counts(rules, self._cell_count(), self._ships)
 
     def check_cell(self, ctx: bytes, o: CellOpening) -> None:
         """Raise ``BAD_PROOF`` unless ``o`` opens this commitment's leaf ``o.index``."""
-        i, c = o.index, self._cells
-        if isinstance(c, bytes):  # the leaf inline: this runs for every opening
-            if not 0 <= i < len(c) >> 5:
-                raise _bad(f"cell index {i} is off the grid")
-            leaf = c[i << 5 : (i + 1) << 5]
-        else:
-            if not 0 <= i < len(c):
-                raise _bad(f"cell index {i} is off the grid")
-            leaf = c[i]
-        if not hmac.compare_digest(cell_leaf(ctx, i, o.occupied, o.salt), leaf):
+        i, leaves = o.index, self._leaves
+        if leaves is None:  # dropped: the opener checks it without the leaf
+            assert self._opener is not None
+            self._opener.check_cell(ctx, o)
+            return
+        # The leaf inline: this runs for every opening.
+        if not 0 <= i < (len(leaves) >> 5) - self._ships:
+            raise _bad(f"cell index {i} is off the grid")
+        if not hmac.compare_digest(
+            cell_leaf(ctx, i, o.occupied, o.salt), leaves[i << 5 : (i + 1) << 5]
+        ):
             raise _bad(f"opening of cell {i} does not match the commitment")
 
     def check_ship(self, ctx: bytes, o: ShipOpening) -> None:
         """Raise ``BAD_PROOF`` unless ``o`` opens this commitment's ship leaf ``o.ship``."""
-        if not 0 <= o.ship < self._ship_count():
+        if not 0 <= o.ship < self._ships:
             raise _bad(f"ship index {o.ship} is not in the fleet")
         p = o.placement
         if not (0 <= p.row < 256 and 0 <= p.col < 256):
@@ -338,7 +358,12 @@ class Commitment:
 
     def to_dict(self) -> dict[str, Any]:
         """Wire form."""
-        return {"cells": list(self.cells), "ships": list(self.ships)}
+        leaves = self._string()  # once: a dropped string is derived once for both lists
+        split = len(leaves) - (self._ships << 5)
+        return {
+            "cells": list(_split(leaves, 0, split)),
+            "ships": list(_split(leaves, split, len(leaves))),
+        }
 
     @classmethod
     def from_dict(cls, d: Any) -> Commitment:
@@ -350,7 +375,116 @@ class Commitment:
             or not isinstance(d["ships"], list)
         ):
             raise RemoteProtocolError(ErrorCode.BAD_COMMITMENT, "a commitment is {cells, ships}")
-        return cls(d["cells"], d["ships"])
+        return Commitment(d["cells"], d["ships"])
+
+    # -- for Reveal.check and Committed -----------------------------------------------------------
+
+    def _cells_begin_with(self, cells: bytes) -> bool:
+        """Whether the cell leaves, joined, begin with ``cells``."""
+        leaves = self._string()
+        return leaves[: min(len(cells), len(leaves) - (self._ships << 5))] == cells
+
+    def _opened_by(self, reveal: Reveal, ctx: bytes) -> bool:
+        """Whether the leaves are dropped and ``reveal`` under ``ctx`` is what they derive from."""
+        opener = self._opener
+        return self._leaves is None and opener is not None and opener.opened_by(reveal, ctx)
+
+    def _drop(self) -> None:
+        assert self._opener is not None, "only the commitment of a known secret drops its leaves"
+        _put(self, "_leaves", None)
+
+    def _keep(self, leaves: bytes) -> None:
+        _put(self, "_leaves", leaves)
+
+
+def _check_counts(rules: RuleSet, cells: int, ships: int) -> None:
+    if cells != rules.cells or ships != len(rules.fleet):
+        raise RemoteProtocolError(
+            ErrorCode.BAD_COMMITMENT,
+            f"expected {rules.cells} cell leaves and {len(rules.fleet)} ship leaves, "
+            f"got {cells} and {ships}",
+        )
+
+
+class _Malformed(Commitment):
+    """Leaf lists that hold something other than 32-byte leaves, kept as given.
+
+    Not a commitment: it reads back as it came (the tuples, the wire form, a root of what they
+    join to) and :meth:`check_shape` refuses it, after the leaf counts, as for any leaf list.
+    """
+
+    __slots__ = ("_given",)
+    _given: tuple[tuple[Any, ...], tuple[Any, ...]]
+
+    def __new__(cls, cells: Iterable[Any], ships: Iterable[Any]) -> _Malformed:
+        """The leaf lists ``cells`` and ``ships``, as they are."""
+        self = object.__new__(cls)
+        _put(self, "_leaves", b"")
+        _put(self, "_ships", 0)
+        _put(self, "_opener", None)
+        _put(self, "_given", (tuple(cells), tuple(ships)))
+        return self
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Commitment):
+            return NotImplemented
+        return (self.cells, self.ships) == (other.cells, other.ships)
+
+    def __hash__(self) -> int:
+        return hash((self.cells, self.ships))
+
+    @property
+    def cells(self) -> tuple[Any, ...]:
+        """The cell leaves, as given."""
+        return self._given[0]
+
+    @property
+    def ships(self) -> tuple[Any, ...]:
+        """The ship leaves, as given."""
+        return self._given[1]
+
+    def cell_leaf(self, i: int) -> Any:
+        """Cell leaf ``i``, as given."""
+        return self._given[0][i]
+
+    def ship_leaf(self, k: int) -> Any:
+        """Ship leaf ``k``, as given."""
+        return self._given[1][k]
+
+    def root(self, ctx: bytes) -> bytes:
+        """The root of what the leaves join to (``TypeError`` if they are not all bytes)."""
+        return root_of(ctx, *self._given)
+
+    def check_shape(self, rules: RuleSet) -> None:
+        """Refuse the leaf lists (``BAD_COMMITMENT``): their counts first, then their leaves."""
+        _check_counts(rules, len(self._given[0]), len(self._given[1]))
+        raise RemoteProtocolError(ErrorCode.BAD_COMMITMENT, "every leaf is 32 bytes")
+
+    def check_cell(self, ctx: bytes, o: CellOpening) -> None:
+        """Raise ``BAD_PROOF`` unless ``o`` opens the given leaf ``o.index``."""
+        i, cells = o.index, self._given[0]
+        if not 0 <= i < len(cells):
+            raise _bad(f"cell index {i} is off the grid")
+        if not hmac.compare_digest(cell_leaf(ctx, i, o.occupied, o.salt), cells[i]):
+            raise _bad(f"opening of cell {i} does not match the commitment")
+
+    def check_ship(self, ctx: bytes, o: ShipOpening) -> None:
+        """Raise ``BAD_PROOF`` unless ``o`` opens the given ship leaf ``o.ship``."""
+        ships = self._given[1]
+        if not 0 <= o.ship < len(ships):
+            raise _bad(f"ship index {o.ship} is not in the fleet")
+        p = o.placement
+        if not (0 <= p.row < 256 and 0 <= p.col < 256):
+            raise _bad(f"ship {o.ship} opened at ({p.row},{p.col}), off any grid")
+        if not hmac.compare_digest(ship_leaf(ctx, o.ship, o.placement, o.salt), ships[o.ship]):
+            raise _bad(f"opening of ship {o.ship} does not match the commitment")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Wire form: the lists as given."""
+        return {"cells": list(self._given[0]), "ships": list(self._given[1])}
+
+    def _cells_begin_with(self, cells: bytes) -> bool:
+        return False  # Reveal.check compares leaf by leaf
 
 
 @dataclass(frozen=True, slots=True)
@@ -393,7 +527,7 @@ class Reveal:
         # A commitment that dropped its leaves (:meth:`Committed.drop_leaves`) and is opened by its
         # own fleet and secret: the leaves computed here are its leaves by construction. They are
         # kept again instead of being derived a second time to be compared.
-        own = isinstance(commitment, _Derived) and commitment._opened_by(self, ctx)
+        own = commitment._opened_by(self, ctx)
         ship_salts = _salts(self.secret, b"ship", len(self.fleet.placements))
         ship_leaves = []
         for k, p in enumerate(self.fleet.placements):
@@ -416,12 +550,11 @@ class Reveal:
             sha256(prefix + u16(i) + (b"\x01" if o > 0 else b"\x00") + salts[i]).digest()
             for i, o in enumerate(occ)
         ]
+        cells = b"".join(digests)
         if own:
-            assert isinstance(commitment, _Derived)
-            commitment._keep(b"".join(digests), b"".join(ship_leaves))
+            commitment._keep(cells + b"".join(ship_leaves))
             return occ
-        packed = commitment._cells
-        if isinstance(packed, bytes) and b"".join(digests) == packed[: 32 * len(digests)]:
+        if commitment._cells_begin_with(cells):
             return occ
         leaves = commitment.cells
         for i, d in enumerate(digests):
@@ -432,110 +565,54 @@ class Reveal:
         return occ
 
 
-def _leaf_lists(
-    ctx: bytes, fleet: Fleet, occupancy: bytes | list[int], secret: bytes
-) -> tuple[bytes, bytes]:
-    """The cell leaves and the ship leaves of a fleet, each list packed into one string."""
-    cell_salts = _salts(secret, b"cell", len(occupancy))
-    ship_salts = _salts(secret, b"ship", len(fleet.placements))
-    sha256, prefix, u16 = hashlib.sha256, _CELL + ctx, _U16.pack
-    cells = b"".join(
-        [
-            sha256(prefix + u16(i) + (b"\x01" if o > 0 else b"\x00") + cell_salts[i]).digest()
-            for i, o in enumerate(occupancy)
-        ]
-    )
-    ships = b"".join([ship_leaf(ctx, k, p, ship_salts[k]) for k, p in enumerate(fleet.placements)])
-    return cells, ships
+class _Opener:
+    """A fleet and the secret its commitment's leaves and salts derive from (see
+    :class:`Committed`).
 
-
-class _Derived(Commitment):
-    """The commitment of a fleet whose secret is at hand: its leaves can be dropped and derived
-    again when read.
-
-    A custody referee holds one per seat for a whole game, and reads the leaf list (3.4 KB for
-    10x10) only at the end (the reveal, the record) or for a snapshot: it drops it once both
-    fleets are committed (:meth:`Committed.drop_leaves`). Checking an opening then compares it
-    with the fleet and the salt it derives (no leaf needed); the reveal of its own fleet keeps
-    the leaves it computes (:meth:`Reveal.check`), so a finished game reads them at no cost.
+    What lets that commitment drop its leaf string: an opening's salt is derived when asked for
+    (one HMAC), and the string again, whole, when read.
     """
 
-    __slots__ = ("_ctx", "_fleet", "_leaves", "_occ", "_opened", "_secret")
-    _ctx: bytes
-    _fleet: Fleet
-    _leaves: tuple[bytes, bytes] | None
-    _occ: bytes | list[int]
-    _opened: tuple[int, bytes] | None  #: the cell last opened, and its salt
-    _secret: bytes
+    __slots__ = ("ctx", "fleet", "occupancy", "opened", "salt", "secret")
 
     def __init__(
         self, ctx: bytes, fleet: Fleet, occupancy: bytes | list[int], secret: bytes
     ) -> None:
-        put = object.__setattr__
-        put(self, "_ctx", ctx)
-        put(self, "_fleet", fleet)
-        put(self, "_occ", occupancy)
-        put(self, "_secret", secret)
-        put(self, "_leaves", _leaf_lists(ctx, fleet, occupancy, secret))
-        put(self, "_opened", None)
+        self.ctx = ctx
+        self.fleet = fleet
+        self.occupancy = occupancy
+        self.secret = secret
+        # The cell last opened and its salt, for check_cell (which follows an opening). Two slots
+        # rather than a tuple: a custody referee holds one opener per seat.
+        self.opened = -1
+        self.salt = b""
 
-    def _packed(self) -> tuple[bytes, bytes]:
-        leaves = self._leaves
-        return (
-            leaves
-            if leaves is not None
-            else _leaf_lists(self._ctx, self._fleet, self._occ, self._secret)
-        )
+    def leaves(self) -> bytes:
+        """Every leaf, the cells' then the ships', in one string."""
+        ctx, secret, placements = self.ctx, self.secret, self.fleet.placements
+        cell_salts = _salts(secret, b"cell", len(self.occupancy))
+        ship_salts = _salts(secret, b"ship", len(placements))
+        sha256, prefix, u16 = hashlib.sha256, _CELL + ctx, _U16.pack
+        leaves = [
+            sha256(prefix + u16(i) + (b"\x01" if o > 0 else b"\x00") + cell_salts[i]).digest()
+            for i, o in enumerate(self.occupancy)
+        ]
+        leaves += [ship_leaf(ctx, k, p, ship_salts[k]) for k, p in enumerate(placements)]
+        return b"".join(leaves)
 
-    # The base class's leaf lists, read through these: held, or derived again.
-    @property
-    def _cells(self) -> bytes | tuple[Any, ...]:  # type: ignore[override]
-        return self._packed()[0]
-
-    @property
-    def _ships(self) -> bytes | tuple[Any, ...]:  # type: ignore[override]
-        return self._packed()[1]
-
-    def _drop(self) -> None:
-        object.__setattr__(self, "_leaves", None)
-
-    def _keep(self, cells: bytes, ships: bytes) -> None:
-        object.__setattr__(self, "_leaves", (cells, ships))
-
-    def _opened_by(self, reveal: Reveal, ctx: bytes) -> bool:
-        """Whether the leaves are dropped and ``reveal`` under ``ctx`` is what they derive from."""
-        return (
-            self._leaves is None
-            and ctx == self._ctx
-            and reveal.secret == self._secret
-            and reveal.fleet == self._fleet
-        )
-
-    def _open(self, i: int) -> bytes:
-        """The salt of cell ``i``, remembered for :meth:`check_cell` (which follows an opening)."""
-        salt = _salt(self._secret, b"cell", i)
-        object.__setattr__(self, "_opened", (i, salt))
+    def open(self, i: int) -> bytes:
+        """The salt of cell ``i`` (``0 <= i``), remembered for :meth:`check_cell`."""
+        salt = _salt(self.secret, b"cell", i)
+        self.opened, self.salt = i, salt
         return salt
 
-    def _ship_count(self) -> int:
-        return len(self._fleet.placements)
-
     def cell_leaf(self, i: int) -> bytes:
-        """Cell leaf ``i``, derived alone when the leaves are dropped."""
-        if self._leaves is not None:
-            return super().cell_leaf(i)
-        if not 0 <= i < len(self._occ):
-            raise IndexError("cell leaf index out of range")
-        return cell_leaf(self._ctx, i, self._occ[i] > 0, _salt(self._secret, b"cell", i))
+        """Cell leaf ``i``, derived alone."""
+        return cell_leaf(self.ctx, i, self.occupancy[i] > 0, _salt(self.secret, b"cell", i))
 
     def ship_leaf(self, k: int) -> bytes:
-        """Ship leaf ``k``, derived alone when the leaves are dropped."""
-        if self._leaves is not None:
-            return super().ship_leaf(k)
-        if not 0 <= k < len(self._fleet.placements):
-            raise IndexError("ship leaf index out of range")
-        salt = _salt(self._secret, b"ship", k)
-        return ship_leaf(self._ctx, k, self._fleet.placements[k], salt)
+        """Ship leaf ``k``, derived alone."""
+        return ship_leaf(self.ctx, k, self.fleet.placements[k], _salt(self.secret, b"ship", k))
 
     def check_cell(self, ctx: bytes, o: CellOpening) -> None:
         """Raise ``BAD_PROOF`` unless ``o`` opens leaf ``o.index``.
@@ -543,19 +620,20 @@ class _Derived(Commitment):
         Without hashing: the leaf under ``ctx`` equals the one the opening makes exactly when the
         context, the occupied bit and the salt are the fleet's (SHA-256 being collision resistant).
         """
-        i, occ = o.index, self._occ
+        i, occ = o.index, self.occupancy
         if not 0 <= i < len(occ):
             raise _bad(f"cell index {i} is off the grid")
-        opened = self._opened
-        salt = (
-            opened[1] if opened is not None and opened[0] == i else _salt(self._secret, b"cell", i)
-        )
+        salt = self.salt if self.opened == i else _salt(self.secret, b"cell", i)
         if (
             o.occupied != (occ[i] > 0)
             or not hmac.compare_digest(o.salt, salt)
-            or not (ctx is self._ctx or ctx == self._ctx)
+            or not (ctx is self.ctx or ctx == self.ctx)
         ):
             raise _bad(f"opening of cell {i} does not match the commitment")
+
+    def opened_by(self, reveal: Reveal, ctx: bytes) -> bool:
+        """Whether ``reveal`` under ``ctx`` is this fleet and secret."""
+        return ctx == self.ctx and reveal.secret == self.secret and reveal.fleet == self.fleet
 
 
 def _compact(occupancy: list[int]) -> bytes | list[int]:
@@ -575,7 +653,7 @@ class Committed:
     (one HMAC), and the leaf list can be dropped (:meth:`drop_leaves`).
     """
 
-    __slots__ = ("commitment", "ctx", "fleet", "occupancy", "root", "rules", "secret")
+    __slots__ = ("_opener", "commitment", "ctx", "fleet", "occupancy", "root", "rules", "secret")
 
     def __init__(
         self, rules: RuleSet, fleet: Fleet, secret: bytes, match_id: bytes, game: int, seat: int
@@ -589,7 +667,8 @@ class Committed:
         self.ctx = context(match_id, game, seat, rules)
         #: For every cell index, the ship index + 1 that occupies it, or 0 for water.
         self.occupancy = _compact(fleet.occupancy(rules))
-        self.commitment = _Derived(self.ctx, fleet, self.occupancy, secret)
+        self._opener = _Opener(self.ctx, fleet, self.occupancy, secret)
+        self.commitment = Commitment._of(self._opener.leaves(), len(fleet.placements), self._opener)
         self.root = self.commitment.root(self.ctx)
 
     def drop_leaves(self) -> None:
@@ -604,7 +683,7 @@ class Committed:
         """The proof of what cell ``index`` holds."""
         occupied = self.occupancy[index] > 0  # IndexError off the grid, as for any list
         at = index if index >= 0 else index + len(self.occupancy)
-        return CellOpening(index, occupied, self.commitment._open(at))
+        return CellOpening(index, occupied, self._opener.open(at))
 
     def open_ship(self, k: int) -> ShipOpening:
         """The proof of where ship ``k`` lies."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +100,66 @@ def test_reveals(v: dict[str, Any]) -> None:
         assert occupancy == v["occupancy"]
 
     check(v, run)
+
+
+def _dropped() -> Committed:
+    """The vectors' fleet committed by its owner, who then stops holding the leaf list."""
+    c = Committed(RULES, Fleet.from_list(C["fleet"]), C["secret"], C["match"], C["game"], C["seat"])
+    c.drop_leaves()
+    return c
+
+
+def test_a_commitment_that_dropped_its_leaves_reads_back_the_same_leaves() -> None:
+    com = _dropped().commitment
+    assert list(com.cells) == C["cell_leaves"] and list(com.ships) == C["ship_leaves"]
+    assert com.to_dict() == COMMITMENT.to_dict() and com == COMMITMENT
+    assert com.root(C["context"]) == C["root"]
+    assert [com.cell_leaf(i) for i in range(RULES.cells)] == C["cell_leaves"]
+    assert [com.ship_leaf(k) for k in range(len(RULES.fleet))] == C["ship_leaves"]
+    for bad in (-1, RULES.cells):
+        with pytest.raises(IndexError):
+            com.cell_leaf(bad)
+    com.check_shape(RULES)
+
+
+@pytest.mark.parametrize("v", C["cell_openings"], ids=lambda v: v["name"])
+def test_cell_openings_against_a_commitment_that_dropped_its_leaves(v: dict[str, Any]) -> None:
+    com = _dropped().commitment
+    check(v, lambda: com.check_cell(C["context"], CellOpening.from_dict(v["opening"])))
+
+
+@pytest.mark.parametrize("v", C["ship_openings"], ids=lambda v: v["name"])
+def test_ship_openings_against_a_commitment_that_dropped_its_leaves(v: dict[str, Any]) -> None:
+    com = _dropped().commitment
+    check(v, lambda: com.check_ship(C["context"], ShipOpening.from_dict(v["opening"])))
+
+
+@pytest.mark.parametrize("v", C["reveals"], ids=lambda v: v["name"])
+def test_reveals_against_a_commitment_that_dropped_its_leaves(v: dict[str, Any]) -> None:
+    com = _dropped().commitment
+
+    def run() -> None:
+        occupancy = Reveal.from_dict(v["reveal"]).check(RULES, C["context"], com)
+        assert occupancy == v["occupancy"]
+
+    check(v, run)
+    assert com.to_dict() == COMMITMENT.to_dict()  # whether the reveal kept them or not
+
+
+def test_leaf_lists_with_a_malformed_leaf_read_back_as_given_and_are_refused_counts_first() -> None:
+    cells, ships = [*C["cell_leaves"][:-1], "not bytes"], C["ship_leaves"]
+    com = Commitment.from_dict({"cells": cells, "ships": ships})
+    assert com.to_dict() == {"cells": cells, "ships": ships} and com.cells == tuple(cells)
+    assert com != COMMITMENT and pickle.loads(pickle.dumps(com)) == com
+    counts = f"expected {RULES.cells} cell leaves and {len(RULES.fleet)} ship leaves, got"
+    for given, detail in [
+        (com, "every leaf is 32 bytes"),
+        (Commitment(cells[1:], ships), f"{counts} {RULES.cells - 1} and {len(ships)}"),
+        (Commitment(C["cell_leaves"][1:], ships), f"{counts} {RULES.cells - 1} and {len(ships)}"),
+    ]:
+        with pytest.raises(ProtocolError) as info:
+            given.check_shape(RULES)
+        assert (info.value.code, info.value.detail) == (ErrorCode.BAD_COMMITMENT, detail)
 
 
 def test_a_commitment_to_an_illegal_fleet_opens_but_is_refused() -> None:
