@@ -1,0 +1,341 @@
+"""``python -m seabattle.client.bench.crash``: kill the server with SIGKILL, again and again, and
+check that no acknowledged move is lost.
+
+Theory of operation. A ``seabattle serve`` process runs on a store in a temporary folder. Pairs of
+players (blind and custody) play matches through it over TCP; each player remembers every verdict
+it was told (what the server acknowledged). At a random moment (after a random number of
+verdicts, or a random fraction of a second) the server is killed with SIGKILL and started again on
+the same store; the players reconnect with their keys, get their seats back with ``start`` and a
+snapshot, and play on. After the last kill the matches are played to their ends, every record is
+fetched and verified (:func:`~seabattle.protocol.record.verify_record`), and every verdict a
+player was ever told must stand in the record, in its place.
+
+It prints one line per kill and a JSON summary; the exit status is 0 only if every check held.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+import trio
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from seabattle.protocol import messages as m
+from seabattle.protocol.commit import Committed
+from seabattle.protocol.fleet import random_fleet
+from seabattle.protocol.grid import Cell, parse_cell
+from seabattle.protocol.record import load_record, verify_record
+from seabattle.protocol.rules import RuleSet, rules_from_dict
+from seabattle.protocol.session import Connection, Role, auth_payload
+from seabattle.protocol.verdict import Defender, Shot
+
+__all__ = ["crash_run", "main"]
+
+RULES = {"preset": "classic-8x8"}
+_PACE = 0.012  #: seconds between a player's shots
+_SERVE = [sys.executable, "-c", "from seabattle.client.cli import main; main()", "serve"]
+
+
+class _Gone(Exception):
+    """The connection ended (the server was killed)."""
+
+
+class _Link:
+    """One connection of a player: TCP through the sans-IO client ``Connection``."""
+
+    def __init__(self, stream: trio.SocketStream) -> None:
+        self.stream = stream
+        self.conn = Connection(Role.CLIENT)
+        self.queue: list[Any] = []
+
+    async def send(self, msg: m.Message) -> None:
+        try:
+            await self.stream.send_all(self.conn.send(msg))
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            raise _Gone from None
+
+    async def recv(self) -> Any:
+        while not self.queue:
+            try:
+                data = await self.stream.receive_some(65536)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                raise _Gone from None
+            if not data:
+                raise _Gone
+            self.queue.extend(self.conn.receive_data(data))
+        return self.queue.pop(0)
+
+
+@dataclass
+class Player:
+    """One player of one match, across every connection it needs."""
+
+    key: Ed25519PrivateKey
+    mode: str
+    rng: random.Random
+    name: str
+    match: bytes = b""
+    seat: int = -1
+    rules: RuleSet | None = None
+    game: int = 0
+    defender: Defender | None = None
+    committed: Committed | None = None
+    fired: set[int] = field(default_factory=set)
+    seq: int = 0
+    told: list[tuple[int, int, dict[str, Any]]] = field(default_factory=list)
+    over: bool = False
+    verdicts: int = 0  #: verdicts told since the last (re)connection
+
+    async def connect(self, addr: tuple[str, int]) -> _Link:
+        link = _Link(await trio.open_tcp_stream(*addr))
+        pub = self.key.public_key().public_bytes_raw()
+        await link.send(m.Hello((1,), "crash", ()))
+        w = await link.recv()
+        assert isinstance(w, m.Welcome), w
+        sig = self.key.sign(auth_payload(w.challenge, w.server, pub))
+        await link.send(m.Auth(pub, sig, self.name, None))
+        while not isinstance(await link.recv(), m.Authed):
+            pass
+        self.verdicts = 0
+        return link
+
+    async def fire(self, link: _Link) -> None:
+        assert self.rules is not None
+        # Paced under the server's default per-peer rate (100 messages/s).
+        await trio.sleep(_PACE)
+        free = [i for i in range(self.rules.cells) if i not in self.fired]
+        i = self.rng.choice(free)
+        self.fired.add(i)
+        self.seq += 1
+        label = Cell(*divmod(i, self.rules.cols)).label()
+        await link.send(m.Fire(self.match, self.game, (label,), 0, self.seq))
+
+    async def answer(self, link: _Link, n: int, seat: int, cells: Any) -> None:
+        assert self.rules is not None and self.defender is not None
+        at = tuple(parse_cell(c, self.rules.rows, self.rules.cols) for c in cells)
+        verdict = self.defender.answer(Shot(n, seat, at))
+        await link.send(m.Answer(self.match, self.game, verdict.to_dict()))
+
+    async def place(self, link: _Link) -> None:
+        assert self.rules is not None
+        fleet = random_fleet(self.rules, self.rng)
+        secret = self.rng.randbytes(32)
+        self.committed = Committed(self.rules, fleet, secret, self.match, self.game, self.seat)
+        self.defender = Defender(self.committed)
+        self.fired = set()
+        if self.mode == "blind":
+            await link.send(m.Commit(self.match, self.game, self.committed.commitment.to_dict()))
+        else:
+            await link.send(m.Place(self.match, self.game, tuple(fleet.to_list()), secret))
+
+    async def play(self, link: _Link) -> None:
+        """Play on this connection until the match is over (or the connection goes)."""
+        while not self.over:
+            msg = await link.recv()
+            if isinstance(msg, m.Ping):
+                await link.send(m.Pong(msg.n))
+            elif isinstance(msg, m.Start):
+                self.match, self.seat = msg.match, msg.seat
+                self.rules = rules_from_dict(msg.rules)
+            elif isinstance(msg, m.GameStart):
+                self.game = msg.game
+                await self.place(link)
+            elif isinstance(msg, m.Firing) and msg.first == self.seat:
+                await self.fire(link)
+            elif isinstance(msg, m.VerdictMsg):
+                self.told.append((msg.game, msg.n, msg.verdict))
+                self.verdicts += 1
+                if msg.next == self.seat:
+                    await self.fire(link)
+            elif isinstance(msg, m.ShotLost) and msg.next == self.seat:
+                await self.fire(link)
+            elif isinstance(msg, m.ShotCalled) and self.mode == "blind" and msg.seat != self.seat:
+                await self.answer(link, msg.n, msg.seat, msg.cells)
+            elif isinstance(msg, m.RevealNow) and self.mode == "blind":
+                assert self.committed is not None
+                await self.reveal(link)
+            elif isinstance(msg, m.Snapshot):
+                await self.resume(link, msg.view)
+            elif isinstance(msg, m.MatchOver):
+                self.over = True
+            elif isinstance(msg, m.Error) and msg.ref is not None and msg.ref == self.seq:
+                await self.fire(link)  # that cell was fired at already (a move lost in a crash)
+
+    async def resume(self, link: _Link, view: dict[str, Any]) -> None:
+        """Carry on from a snapshot: what the player owes, or its turn."""
+        assert self.rules is not None
+        self.game = view["game"]
+        self.fired = {i for i, _ in view["boards"][1 - self.seat]["fired"]}
+        if view["phase"] == "setup" and not view["committed"][self.seat]:
+            await self.place(link)
+        p = view["pending"]
+        if view["phase"] == "answer" and p["seat"] != self.seat and self.mode == "blind":
+            await self.answer(link, p["n"], p["seat"], p["cells"])
+        elif view["phase"] == "firing" and view["turn"] == self.seat:
+            await self.fire(link)
+        elif view["phase"] == "reveal" and self.mode == "blind" and self.committed is not None:
+            await self.reveal(link)
+
+    async def reveal(self, link: _Link) -> None:
+        assert self.committed is not None
+        await link.send(m.RevealMsg(self.match, self.game, self.committed.reveal().to_dict()))
+
+
+class Server:
+    """``seabattle serve`` in a child process, on one store, started again after every kill."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.proc: subprocess.Popen[str] | None = None
+        self.addr: tuple[str, int] = ("", 0)
+
+    def start(self) -> tuple[str, int]:
+        db, key = self.folder / "db.sqlite", self.folder / "server.key"
+        args = [*_SERVE, "--port", "0", "--db", str(db), "--key", str(key), "--json"]
+        self.proc = subprocess.Popen(
+            args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        status = json.loads(line)
+        host, port = status["listening"].rsplit(":", 1)
+        self.addr = (host, int(port))
+        return self.addr
+
+    def kill(self) -> None:
+        if self.proc is not None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+            self.proc = None
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+            self.proc = None
+
+
+async def _setup(pair: list[Player], mode: str, addr: tuple[str, int]) -> list[_Link]:
+    a, b = pair
+    la, lb = await a.connect(addr), await b.connect(addr)
+    await la.send(m.Create(1, RULES, mode, False))
+    while not isinstance(ok := await la.recv(), m.Ok):
+        pass
+    await lb.send(m.Join(1, None, ok.data["invite"]))
+    return [la, lb]
+
+
+async def crash_run(
+    kills: int, *, pairs: int = 2, seed: int = 0, max_pause: float = 0.4, log: Any = print
+) -> dict[str, Any]:
+    """Kill the server ``kills`` times under ``pairs`` blind and ``pairs`` custody matches."""
+    rng = random.Random(seed)
+    folder = Path(tempfile.mkdtemp(prefix="seabattle-crash-"))
+    server = Server(folder)
+    players = [
+        [
+            Player(Ed25519PrivateKey.generate(), mode, random.Random(rng.random()), f"{mode}{i}{s}")
+            for s in "ab"
+        ]
+        for mode in ("blind", "custody")
+        for i in range(pairs)
+    ]
+    problems: list[str] = []
+    started = time.monotonic()
+    addr = await trio.to_thread.run_sync(server.start)
+    try:
+        links = [await _setup(pair, pair[0].mode, addr) for pair in players]
+        for round_ in range(kills + 1):
+            everyone = [
+                (p, link)
+                for pair, ls in zip(players, links, strict=True)
+                for p, link in zip(pair, ls, strict=True)
+            ]
+            last = round_ == kills
+            async with trio.open_nursery() as n:
+                for p, link in everyone:
+                    n.start_soon(_play_until_gone, p, link)
+                if not last:
+                    # A random moment: some verdicts in, then a random part of a pause.
+                    want = rng.randint(0, 6)
+                    with trio.move_on_after(5):
+                        while sum(p.verdicts for p, _ in everyone) < want:
+                            await trio.sleep(0.005)
+                    await trio.sleep(rng.random() * max_pause)
+                    await trio.to_thread.run_sync(server.kill)
+                    told = sum(len(p.told) for p, _ in everyone)
+                    log(f"kill {round_ + 1}/{kills}: {told} verdicts acknowledged so far")
+            if last:
+                break
+            addr = await trio.to_thread.run_sync(server.start)
+            links = [[await p.connect(addr) for p in pair] for pair in players]
+        for pair in players:
+            signed = await _fetch_record(pair[0], addr)
+            report = verify_record(signed)
+            if not report.ok:
+                problems.append(f"{pair[0].match.hex()}: {report.reason}")
+            recorded = [
+                (g["number"], k + 1, e["verdict"])
+                for g in signed["record"]["games"]
+                for k, e in enumerate([x for x in g["transcript"] if x["in"] == "answer"])
+            ]
+            for p in pair:
+                lost = [t for t in p.told if t not in recorded]
+                if lost:
+                    problems.append(f"{p.match.hex()}: {len(lost)} acknowledged verdicts lost")
+    finally:
+        await trio.to_thread.run_sync(server.stop)
+    summary = {
+        "kills": kills,
+        "matches": len(players),
+        "verdicts_acknowledged": sum(len(p.told) for pair in players for p in pair),
+        "seconds": round(time.monotonic() - started, 1),
+        "ok": not problems,
+        "problems": problems,
+    }
+    return summary
+
+
+async def _play_until_gone(p: Player, link: _Link) -> None:
+    with contextlib.suppress(_Gone):
+        await p.play(link)
+
+
+async def _fetch_record(p: Player, addr: tuple[str, int]) -> dict[str, Any]:
+    link = await p.connect(addr)
+    await link.send(m.GetRecord(9, p.match))
+    while True:
+        msg = await link.recv()
+        if isinstance(msg, m.Ok) and msg.ref == 9:
+            return load_record(msg.data["record"])
+        if isinstance(msg, m.Error) and msg.ref == 9:
+            raise RuntimeError(f"no record for {p.match.hex()}: {msg.msg}")
+
+
+@click.command()
+@click.option("--kills", type=int, default=50, show_default=True, help="SIGKILLs in a row.")
+@click.option("--pairs", type=int, default=2, show_default=True, help="Matches per trust mode.")
+@click.option("--seed", type=int, default=0, show_default=True)
+def main(kills: int, pairs: int, seed: int) -> None:
+    """Kill the server again and again under running matches; check nothing acknowledged is lost."""
+    summary = trio.run(lambda: crash_run(kills, pairs=pairs, seed=seed))
+    click.echo(json.dumps(summary))
+    raise SystemExit(0 if summary["ok"] else 1)
+
+
+if __name__ == "__main__":
+    main()
