@@ -304,7 +304,13 @@ class Client(Outbox):
                 )
             resume = False
             if msg.resume is not None:
-                if ident.tokens.get(msg.resume) != player:
+                owner = ident.tokens.get(msg.resume)
+                if owner is None:
+                    # Issued before a restart: the store keeps (the hashes of) every token.
+                    owner = await ident.store.resume_player(msg.resume)
+                    if owner is not None:
+                        ident.tokens[msg.resume], ident.player_tokens[owner] = owner, msg.resume
+                if owner != player:
                     raise ProtocolError(ErrorCode.BAD_RESUME_TOKEN, "unknown resume token")
                 resume = True
         except ProtocolError:
@@ -312,10 +318,12 @@ class Client(Outbox):
             raise
         self.player, self.name = player, msg.name[:64]
         self.challenge = b""  # spent: the handshake is over
-        await ident.store.upsert_player(player, self.name, int(time.time()))
+        now = int(time.time())
+        await ident.store.upsert_player(player, self.name, now)
         token = ident.player_tokens.get(player)
         if token is None:
             token = secrets.token_bytes(24)
+            await ident.store.put_resume_token(player, token, now)
             ident.player_tokens[player] = token
             ident.tokens[token] = player
         self.send(m.Authed(player, token))

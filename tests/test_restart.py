@@ -77,8 +77,10 @@ async def test_a_match_goes_on_after_a_graceful_restart(
         assert row.id == mid.hex() and await store.journal(row.id)
     told = [v for v in ba.told]
     addr2, _ = await start_server(nursery, tmp_path)
-    # The same players, on new connections: each gets its seat back, with start and a snapshot.
-    ba.c = await connect(addr2, nursery, key=a.key, name="alice")
+    # The same players, on new connections: each gets its seat back, with start and a snapshot;
+    # a resume token from before the restart is still good (the store keeps its hash).
+    ba.c = await connect(addr2, nursery, key=a.key, name="alice", resume=a.token)
+    assert ba.c.token == a.token
     bb.c = await connect(addr2, nursery, key=b.key, name="bob")
     await play_both(ba, bb)
     assert ba.result is not None and bb.result is not None
