@@ -17,5 +17,6 @@ async def test_ten_kills_lose_no_acknowledged_move() -> None:
     with trio.fail_after(120):
         summary = await crash_run(10, pairs=1, seed=7, log=lines.append)
     assert summary["ok"], summary["problems"]
-    assert len(lines) == 10 and summary["matches"] == 2
+    assert len(lines) == 10 and summary["matches"] >= 2
     assert summary["verdicts_acknowledged"] > 0
+    assert all(not line.endswith(" 0 matches running") for line in lines)  # kills under load

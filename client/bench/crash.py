@@ -42,7 +42,7 @@ from seabattle.protocol.verdict import Defender, Shot
 
 __all__ = ["crash_run", "main"]
 
-RULES = {"preset": "classic-8x8"}
+RULES = {"preset": "classic"}
 _PACE = 0.012  #: seconds between a player's shots
 _SERVE = [sys.executable, "-c", "from seabattle.client.cli import main; main()", "serve"]
 
@@ -239,22 +239,26 @@ async def _setup(pair: list[Player], mode: str, addr: tuple[str, int]) -> list[_
     return [la, lb]
 
 
+def _pair(mode: str, rng: random.Random, n: int) -> list[Player]:
+    return [
+        Player(Ed25519PrivateKey.generate(), mode, random.Random(rng.random()), f"{mode}{n}{s}")
+        for s in "ab"
+    ]
+
+
 async def crash_run(
     kills: int, *, pairs: int = 2, seed: int = 0, max_pause: float = 0.4, log: Any = print
 ) -> dict[str, Any]:
-    """Kill the server ``kills`` times under ``pairs`` blind and ``pairs`` custody matches."""
+    """Kill the server ``kills`` times under ``pairs`` blind and ``pairs`` custody matches; a
+    pair whose match ended is checked and starts a new one, so that every kill finds matches
+    running."""
     rng = random.Random(seed)
     folder = Path(tempfile.mkdtemp(prefix="seabattle-crash-"))
     server = Server(folder)
-    players = [
-        [
-            Player(Ed25519PrivateKey.generate(), mode, random.Random(rng.random()), f"{mode}{i}{s}")
-            for s in "ab"
-        ]
-        for mode in ("blind", "custody")
-        for i in range(pairs)
-    ]
+    players = [_pair(mode, rng, i) for mode in ("blind", "custody") for i in range(pairs)]
     problems: list[str] = []
+    checked: list[str] = []
+    acknowledged = 0
     started = time.monotonic()
     addr = await trio.to_thread.run_sync(server.start)
     try:
@@ -277,37 +281,51 @@ async def crash_run(
                             await trio.sleep(0.005)
                     await trio.sleep(rng.random() * max_pause)
                     await trio.to_thread.run_sync(server.kill)
-                    told = sum(len(p.told) for p, _ in everyone)
-                    log(f"kill {round_ + 1}/{kills}: {told} verdicts acknowledged so far")
+                    running = sum(not pair[0].over for pair in players)
+                    log(f"kill {round_ + 1}/{kills}: {running} matches running")
             if last:
                 break
             addr = await trio.to_thread.run_sync(server.start)
-            links = [[await p.connect(addr) for p in pair] for pair in players]
+            for i, pair in enumerate(players):
+                if pair[0].over and pair[1].over:
+                    acknowledged += await _check(pair, addr, problems)
+                    checked.append(pair[0].match.hex())
+                    players[i] = pair = _pair(pair[0].mode, rng, len(checked) + 100)
+                    links[i] = await _setup(pair, pair[0].mode, addr)
+                else:
+                    links[i] = [await p.connect(addr) for p in pair]
         for pair in players:
-            signed = await _fetch_record(pair[0], addr)
-            report = verify_record(signed)
-            if not report.ok:
-                problems.append(f"{pair[0].match.hex()}: {report.reason}")
-            recorded = [
-                (g["number"], k + 1, e["verdict"])
-                for g in signed["record"]["games"]
-                for k, e in enumerate([x for x in g["transcript"] if x["in"] == "answer"])
-            ]
-            for p in pair:
-                lost = [t for t in p.told if t not in recorded]
-                if lost:
-                    problems.append(f"{p.match.hex()}: {len(lost)} acknowledged verdicts lost")
+            acknowledged += await _check(pair, addr, problems)
+            checked.append(pair[0].match.hex())
     finally:
         await trio.to_thread.run_sync(server.stop)
-    summary = {
+    return {
         "kills": kills,
-        "matches": len(players),
-        "verdicts_acknowledged": sum(len(p.told) for pair in players for p in pair),
+        "matches": len(checked),
+        "verdicts_acknowledged": acknowledged,
         "seconds": round(time.monotonic() - started, 1),
         "ok": not problems,
         "problems": problems,
     }
-    return summary
+
+
+async def _check(pair: list[Player], addr: tuple[str, int], problems: list[str]) -> int:
+    """Verify the record of ``pair``'s finished match, and that it holds every verdict either
+    player was told; returns how many verdicts they were told."""
+    signed = await _fetch_record(pair[0], addr)
+    report = verify_record(signed)
+    if not report.ok:
+        problems.append(f"{pair[0].match.hex()}: {report.reason}")
+    recorded = [
+        (g["number"], k + 1, e["verdict"])
+        for g in signed["record"]["games"]
+        for k, e in enumerate([x for x in g["transcript"] if x["in"] == "answer"])
+    ]
+    for p in pair:
+        lost = [t for t in p.told if t not in recorded]
+        if lost:
+            problems.append(f"{p.match.hex()}: {len(lost)} acknowledged verdicts lost")
+    return sum(len(p.told) for p in pair)
 
 
 async def _play_until_gone(p: Player, link: _Link) -> None:
