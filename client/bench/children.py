@@ -122,6 +122,10 @@ async def bare_server(
         task_status.started((addr[0], addr[1]))
 
 
+#: ``0`` in the environment: the started server keeps no journal (``bench --no-journal``).
+JOURNAL_ENV = "SEABATTLE_BENCH_JOURNAL"
+
+
 def _bench_limits() -> Any:
     from seabattle.server.config import Limits
 
@@ -134,6 +138,7 @@ def _bench_limits() -> Any:
         "max_clients": 1 << 20,
         "shutdown_grace": 0.5,
         "flush_timeout": 0.5,
+        "journal": os.environ.get(JOURNAL_ENV, "1") != "0",
     }
     known = {f.name for f in dataclasses.fields(Limits)}
     return Limits(**{k: v for k, v in want.items() if k in known})

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import click
 from rich.console import Console
 from seabattle.protocol.rules import PRESETS, preset
 
+from .children import JOURNAL_ENV
 from .figures import MODES
 from .measure import run_bench
 from .players import Scenario
@@ -68,6 +70,12 @@ QUICK = (
 @click.option("--rules", default="classic", show_default=True, help="Preset (single shots).")
 @click.option("--no-baseline", is_flag=True, help="Skip the bare baseline.")
 @click.option(
+    "--journal/--no-journal",
+    default=True,
+    show_default=True,
+    help="Whether the started server journals every move (its matches survive a restart).",
+)
+@click.option(
     "--profile",
     "profile_dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -87,6 +95,7 @@ def bench(
     repeat: int,
     rules: str,
     no_baseline: bool,
+    journal: bool,
     profile_dir: Path | None,
 ) -> None:
     """Load-test a server with bot matches; every figure also as a ratio to a bare trio baseline."""
@@ -99,6 +108,8 @@ def bench(
         scenarios = [
             Scenario(md, n, max(0.0, pace), duration, shots) for md in modes for n in _ints(matches)
         ]
+    # The started server reads it (children.bench_limits); the environment reaches the child.
+    os.environ[JOURNAL_ENV] = "1" if journal else "0"
     console = Console(stderr=as_json, width=max(Console().width, 110))
     report = run_bench(
         scenarios,
