@@ -208,6 +208,15 @@ class Referee:
         """The current (or last) game."""
         return self.match.game
 
+    def shed(self) -> None:
+        """Drop the games of a finished match (a shell that keeps it, its record stored, for
+        co-signatures and rematches); only the match's totals remain."""
+        if not self.match.over:
+            raise Refused(ErrorCode.WRONG_PHASE, "the match is not over")
+        self.match.games = []
+        self.defenders = None
+        self.accepted = []
+
     @property
     def lot_secret(self) -> bytes | None:
         """The secret the lots are drawn from (``None``: they are fed), for a shell's journal."""

@@ -184,7 +184,7 @@ class LobbyState:
             self.running.pop(ref.match_id, None)
             for seat in ref.seats:
                 _discard(self._seated, seat.player, ref)
-            suspended = ref.signed is None and self.closing and self.journal is not None
+            suspended = not ref.recorded and self.closing and self.journal is not None
             if suspended and not ref.failed:
                 # A shutdown: the journal holds the match, which goes on when the server (or
                 # another on the same store) starts again. Nothing to abort, nothing to keep.
@@ -194,7 +194,9 @@ class LobbyState:
 
     async def _ended(self, ref: Referee) -> None:
         ended = self.metrics.matches_finished
-        if ref.signed is None:
+        if ref.recorded:
+            ref.shed()
+        else:
             ended = self.metrics.matches_aborted
             with trio.CancelScope(shield=True), trio.move_on_after(5):
                 await self._abort_quietly(ref.hex)

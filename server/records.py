@@ -47,12 +47,11 @@ async def conclude(ref: Referee, store: Store, key: Ed25519PrivateKey) -> None:
     packed = pack_record(record)
     head = head_of_bytes(packed)
     sig = sign_as(record, key, "referee", head=head)
-    signed = {"record": record, "sigs": [sig]}
     result = ref.match.to_dict()
     now = _now()
     await store.put_record(ref.hex, 0, dump_signed(packed, [sig]), sig["sig"], now)
     # Only now may players co-sign: a co-signature needs the stored record to go beside.
-    ref.head, ref.signed = head, signed
+    ref.head, ref.recorded = head, True
     await store.finish_match(ref.hex, result, now)
     ratings: dict[str, Any] | None = None
     try:
@@ -73,16 +72,11 @@ async def conclude(ref: Referee, store: Store, key: Ed25519PrivateKey) -> None:
 async def add_cosign(ref: Referee, store: Store, seat: int, msg: m.CoSign) -> None:
     """Check ``seat``'s co-signature of the record and store it beside the referee's."""
     ref.check_cosign(seat, msg)
-    if seat in ref.cosigned or ref.signed is None:
+    if seat in ref.cosigned or not ref.recorded:
         return  # the same player co-signing again: already stored
     key = bytes.fromhex(ref.players[seat])
-    role = f"seat{seat}"
-    await _store_sig(store, ref.hex, role, key, msg.sig)
+    await _store_sig(store, ref.hex, f"seat{seat}", key, msg.sig)
     ref.cosigned = ref.cosigned | {seat}
-    ref.signed = {
-        "record": ref.signed["record"],
-        "sigs": [*ref.signed["sigs"], {"key": key, "sig": msg.sig, "role": role}],
-    }
 
 
 async def add_cosign_stored(store: Store, player: str, msg: m.CoSign) -> None:

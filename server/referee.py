@@ -154,8 +154,8 @@ class Referee:
         self.over = False
         self._done: trio.Event | None = None
         self._ended = False  #: ``done`` is set (or will be, once made)
-        self.head = b""
-        self.signed: dict[str, Any] | None = None
+        self.head = b""  #: the record's head, once the record is stored
+        self.recorded = False  #: the signed record is stored (the match finished, not aborted)
         #: The seats whose co-signature of the record is stored.
         self.cosigned: AbstractSet[int] = _NOBODY
         self.metrics = metrics if metrics is not None else Metrics()
@@ -271,6 +271,13 @@ class Referee:
         """An input could not be journaled: what it caused is never sent, and the match ends."""
         self._failed = True
         self._wake.set()
+
+    def shed(self) -> None:
+        """Let go of what a finished match no longer needs in memory (its games, transcripts and
+        fleets: its record is in the store), keeping who played, the rules and the head, for
+        co-signatures and rematches. What a kept finished match costs is then small and the
+        same for every match, so the lobby's bound on their number bounds their bytes too."""
+        self.core.shed()
 
     @property
     def failed(self) -> bool:
@@ -442,7 +449,7 @@ class Referee:
 
     def check_cosign(self, seat: int, msg: m.CoSign) -> None:
         """Refuse a co-signature that is not ``seat``'s Ed25519 signature of this record's head."""
-        if not self.head or self.signed is None:
+        if not self.head or not self.recorded:
             raise Refused(ErrorCode.WRONG_PHASE, "the record is not ready")
         if msg.head != self.head:
             raise RemoteProtocolError(ErrorCode.BAD_SIGNATURE, "that is not this record's head")

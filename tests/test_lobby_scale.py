@@ -5,6 +5,7 @@ offers and open matches, and the indexes that make this cheap forget matches onc
 
 from __future__ import annotations
 
+import random
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -14,6 +15,9 @@ import trio.testing
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from helpers import FakePeer
 from seabattle.protocol import messages as m
+from seabattle.protocol.fleet import random_fleet
+from seabattle.protocol.grid import Cell
+from seabattle.protocol.record import load_record, verify_record
 from seabattle.server.config import Limits
 from seabattle.server.lobby import Lobby
 from seabattle.server.referee import Referee
@@ -189,3 +193,38 @@ async def test_finished_and_evicted_matches_leave_no_trace_in_the_indexes(
         for p in (a, b, spy):
             lobby.disconnected(p)
         assert not (lobby._present or lobby._offered or lobby._hosted or lobby._queued)
+
+
+async def test_a_finished_match_kept_in_memory_holds_no_games_and_is_still_cosigned(
+    nursery: trio.Nursery, mock_clock: trio.testing.MockClock
+) -> None:
+    # What a server keeps of up to finished_kept matches must be small whatever the match was:
+    # the games go (the record is in the store); who played, the rules and the head stay.
+    async with _lobby(nursery) as (lobby, store):
+        key = Ed25519PrivateKey.generate()  # a real key: its co-signature is checked
+        a = FakePeer(key.public_key().public_bytes_raw().hex())
+        await store.upsert_player(a.player, a.name, 0)
+        b = await _peer(store, "b")
+        ref = await _match(lobby, a, b)
+        rules = ref.rules
+        rng = random.Random(3)
+        for p in (a, b):
+            fleet = tuple(random_fleet(rules, rng).to_list())
+            await lobby.game_message(p, m.Place(ref.match_id, 1, fleet, rng.randbytes(32)))
+        g = ref.game
+        assert g is not None
+        seq = 0
+        while g.turn is not None:
+            seq += 1
+            shooter = (a, b)[g.turn]
+            free = next(i for i in range(rules.cells) if i not in g.boards[1 - g.turn].fired)
+            label = Cell(*divmod(free, rules.cols)).label()
+            await lobby.game_message(shooter, m.Fire(ref.match_id, 1, (label,), 0, seq))
+        await ref.done.wait()
+        await trio.testing.wait_all_tasks_blocked()
+        assert lobby.finished[ref.match_id] is ref and ref.match.games == []
+        head = a.of(m.MatchOver, ref.match_id)[0].head
+        await lobby.game_message(a, m.CoSign(ref.match_id, head, key.sign(head)))
+        row = await store.get_record(ref.match_id.hex(), 0)
+        assert row is not None and verify_record(load_record(row.record)).ok
+        assert {s["role"] for s in load_record(row.record)["sigs"]} == {"referee", "seat0"}
