@@ -44,6 +44,7 @@ __all__ = ["crash_run", "main"]
 
 RULES = {"preset": "classic"}
 _PACE = 0.012  #: seconds between a player's shots
+_PROBE = 77  #: the request id of a reconnecting player's "is my match over?" get_record
 _SERVE = [sys.executable, "-c", "from seabattle.client.cli import main; main()", "serve"]
 
 
@@ -108,6 +109,10 @@ class Player:
         while not isinstance(await link.recv(), m.Authed):
             pass
         self.verdicts = 0
+        if self.match:
+            # The match may have ended while this player was away (the kill cut its
+            # match_over): a finished match is not taken up again, but its record is there.
+            await link.send(m.GetRecord(_PROBE, self.match))
         return link
 
     async def fire(self, link: _Link) -> None:
@@ -167,7 +172,7 @@ class Player:
                 await self.reveal(link)
             elif isinstance(msg, m.Snapshot):
                 await self.resume(link, msg.view)
-            elif isinstance(msg, m.MatchOver):
+            elif isinstance(msg, m.MatchOver) or (isinstance(msg, m.Ok) and msg.ref == _PROBE):
                 self.over = True
             elif isinstance(msg, m.Error) and msg.ref is not None and msg.ref == self.seq:
                 await self.fire(link)  # that cell was fired at already (a move lost in a crash)
