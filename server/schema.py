@@ -4,7 +4,8 @@ What differs between SQLite and PostgreSQL is held in one `Dialect` value (place
 auto-numbered key, the binary type, how a write transaction starts and locks rows); migrations are
 DDL templates filled in from it, or functions that move data. The schema version lives in
 ``schema_version``; `migrate` applies `MIGRATIONS` in order when the store opens, each in its own
-transaction, and refuses a database newer than this code.
+transaction (on PostgreSQL all of them in one, under an advisory lock, so that nodes starting
+together do not both migrate), and refuses a database newer than this code.
 
 The store's errors live here too, because the runner and migration 2 raise them; ``store``
 re-exports them as part of its API.
@@ -12,10 +13,10 @@ re-exports them as part of its API.
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -29,6 +30,8 @@ __all__ = [
     "SQLITE",
     "BadSignature",
     "Conflict",
+    "Connection",
+    "Cursor",
     "Dialect",
     "MigrationStep",
     "NotFound",
@@ -58,6 +61,32 @@ class BadSignature(StoreError, ValueError):
     """A signature that is not by the key the record names for its role, or does not verify."""
 
 
+class Cursor(Protocol):
+    """What the store uses of a DB-API cursor (``sqlite3.Cursor``, ``psycopg.Cursor``)."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def execute(self, query: str, params: Sequence[Any] = ..., /) -> Any: ...
+
+    def executemany(self, query: str, params: Iterable[Sequence[Any]], /) -> Any: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def close(self) -> None: ...
+
+
+class Connection(Protocol):
+    """What the store uses of a connection (``sqlite3.Connection``, ``psycopg.Connection`` in
+    autocommit mode): the store issues BEGIN and COMMIT itself."""
+
+    def cursor(self) -> Cursor: ...
+
+    def execute(self, query: str, params: Sequence[Any] = ..., /) -> Cursor: ...
+
+
 @dataclass(frozen=True)
 class Dialect:
     """Everything in the SQL that differs between database engines, in one place.
@@ -72,6 +101,7 @@ class Dialect:
     blob: str
     begin_write: str
     lock_rows: str
+    migrate_lock: str
 
     def sql(self, query: str) -> str:
         """Return ``query`` (written with ``?`` placeholders) in this dialect's paramstyle."""
@@ -95,6 +125,8 @@ SQLITE = Dialect(
     # deadlock upgrading to write (another process may share the file).
     begin_write="BEGIN IMMEDIATE",
     lock_rows="",
+    # BEGIN IMMEDIATE already excludes other writers; each migration has its own transaction.
+    migrate_lock="",
 )
 """The embedded default backend."""
 
@@ -105,13 +137,18 @@ POSTGRES = Dialect(
     blob="BYTEA",
     begin_write="BEGIN",
     # Under READ COMMITTED two nodes rating the same player at once would lose an update
-    # unless the player rows are locked before they are read.
-    lock_rows=" FOR UPDATE",
+    # unless the player rows are locked before they are read. NO KEY: the rows locked are only
+    # ever updated in columns no foreign key points at, so inserting a row that references one
+    # (a match seating the player, a record of the match) need not wait for the lock.
+    lock_rows=" FOR NO KEY UPDATE",
+    # All pending migrations run in one transaction that first takes this lock, so two nodes
+    # starting at once migrate one after the other (the second finds nothing left to do).
+    migrate_lock="SELECT pg_advisory_xact_lock(25414227742)",
 )
-"""The shared backend for several server nodes (SQL ready, connection not yet wired up)."""
+"""The shared backend for several server nodes (psycopg 3, a connection pool)."""
 
 
-MigrationStep = str | Callable[[sqlite3.Connection, Dialect], None]
+MigrationStep = str | Callable[[Connection, Dialect], None]
 """A DDL template, or a function that moves data (run inside the migration's transaction)."""
 
 
@@ -133,7 +170,7 @@ def check_signature(signed: Any, role: str, key: bytes, sig: bytes) -> None:
         raise BadSignature(f"the {role} signature does not verify") from None
 
 
-def _move_cosigned_copies(conn: sqlite3.Connection, dialect: Dialect) -> None:
+def _move_cosigned_copies(conn: Connection, dialect: Dialect) -> None:
     """Migration 2: turn the co-signed copies kept in slots past `COSIGNED_SLOTS` into rows of
     ``record_sigs`` on the match record (game 0), then drop the copies.
 
@@ -275,34 +312,64 @@ MIGRATIONS: Sequence[tuple[int, Sequence[MigrationStep]]] = (
 """Schema migrations as (version, DDL templates), applied in order; append, never edit."""
 
 
-def migrate(conn: sqlite3.Connection, dialect: Dialect) -> None:
+def migrate(conn: Connection, dialect: Dialect) -> None:
     """Bring the database on ``conn`` up to the latest schema version (see the module docstring)."""
-    conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY)")
-    (current,) = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()
     latest = MIGRATIONS[-1][0] if MIGRATIONS else 0
-    if current > latest:
-        raise StoreError(
-            f"database schema version {current} is newer than this server knows ({latest})"
-        )
+    if dialect.migrate_lock:
+        with _write(conn, dialect):
+            conn.execute(dialect.migrate_lock)
+            conn.execute(_VERSION_TABLE)
+            current = _current(conn, latest)
+            for version, statements in MIGRATIONS:
+                if version > current:
+                    _apply(conn, dialect, version, statements)
+        return
+    conn.execute(_VERSION_TABLE)
+    current = _current(conn, latest)
     for version, statements in MIGRATIONS:
         if version <= current:
             continue
-        conn.execute(dialect.begin_write)
-        try:
+        with _write(conn, dialect):
             # Read again under the write lock: another process may have migrated meanwhile.
-            (current,) = conn.execute(
-                "SELECT COALESCE(MAX(version), 0) FROM schema_version"
-            ).fetchone()
-            if version <= current:
-                conn.execute("COMMIT")
-                continue
-            for step in statements:
-                if isinstance(step, str):
-                    conn.execute(dialect.ddl(step))
-                else:
-                    step(conn, dialect)
-            conn.execute(dialect.sql("INSERT INTO schema_version (version) VALUES (?)"), (version,))
-            conn.execute("COMMIT")
-        except BaseException:
+            if version > _current(conn, latest):
+                _apply(conn, dialect, version, statements)
+
+
+_VERSION_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY)"
+
+
+def _current(conn: Connection, latest: int) -> int:
+    """The database's schema version; `StoreError` if it is newer than ``latest``."""
+    (current,) = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()
+    if current > latest:
+        raise StoreError(
+            f"database schema version {current} is newer than this server knows ({latest});"
+            " run a newer seabattle"
+        )
+    return int(current)
+
+
+def _apply(
+    conn: Connection, dialect: Dialect, version: int, steps: Sequence[MigrationStep]
+) -> None:
+    for step in steps:
+        if isinstance(step, str):
+            conn.execute(dialect.ddl(step))
+        else:
+            step(conn, dialect)
+    conn.execute(dialect.sql("INSERT INTO schema_version (version) VALUES (?)"), (version,))
+
+
+@contextlib.contextmanager
+def _write(conn: Connection, dialect: Dialect) -> Iterator[None]:
+    """One write transaction: committed if the block ends normally, else rolled back."""
+    conn.execute(dialect.begin_write)
+    try:
+        yield
+        conn.execute("COMMIT")
+    except BaseException:
+        # After a failed COMMIT SQLite may still be in the transaction; a connection that broke
+        # cannot roll back, and the error that broke it is the one to see.
+        with contextlib.suppress(Exception):
             conn.execute("ROLLBACK")
-            raise
+        raise

@@ -3,11 +3,19 @@
 Theory of operation
 -------------------
 `Store` is the only way the server touches the database. Its API is async (trio); each method is
-one blocking function that runs whole in a worker thread (`trio.to_thread.run_sync`) behind a
-`trio.CapacityLimiter` of one, on one sqlite3 connection. The limiter is what makes sharing that
-connection between threads safe, and it also means each method is atomic with respect to the
-others: a transaction never interleaves with another task's statements. A task cancelled while
-its statement runs waits for the thread to finish, so a transaction is never cut in half.
+one blocking function that runs whole in a worker thread (`trio.to_thread.run_sync`) on a
+connection it borrows for the call, behind a `trio.CapacityLimiter` as wide as there are
+connections. A task cancelled while its statement runs waits for the thread to finish, so a
+transaction is never cut in half.
+
+Two backends. SQLite (a file path, the default; ``":memory:"`` for tests) has one sqlite3
+connection and a limiter of one: that is what makes sharing the connection between threads safe,
+and it makes each method atomic with respect to the others. PostgreSQL (a ``postgresql://`` URL,
+for several server nodes on one database) uses psycopg 3's blocking API (its async API is asyncio
+only) and a `psycopg_pool.ConnectionPool`, so several transactions run at once, here and on other
+nodes: each method is written to be correct under that, with its rows locked
+(`Dialect.lock_rows`) before they are read to be changed, in one order, or with a single statement
+that cannot race (``INSERT ... ON CONFLICT``).
 
 The store never reads the clock for what it stores: every timestamp (integer unix seconds) comes
 from the caller, so tests and replays are deterministic. It only times its own calls, for the
@@ -20,16 +28,21 @@ returns the stored signed record with every added signature appended, so the sig
 byte-for-byte what was first stored while its signatures grow.
 
 The SQL is written once for SQLite and PostgreSQL; what differs between the two (`Dialect`), the
-migrations and their runner are in ``schema``, and run when the store opens. Only the SQLite
-backend is wired up today.
+migrations and their runner are in ``schema``, and run when the store opens. A database that
+cannot be opened (a missing folder, an unreachable server, a wrong URL or password, a schema
+newer than this code) is a `StoreError` whose message is one line, naming the database without
+its password.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -50,6 +63,9 @@ from .store_matches import MatchStore
 from .store_players import PlayerStore
 from .store_records import RecordStore
 from .store_rows import MatchRow, MatchStatus, PlayerRow, RatingChange, RecordRow
+
+if TYPE_CHECKING:
+    from psycopg_pool import ConnectionPool
 
 __all__ = [
     "COSIGNED_SLOTS",
@@ -74,7 +90,7 @@ def _connect_sqlite(path: str) -> sqlite3.Connection:
     # isolation_level=None: the store issues BEGIN/COMMIT itself, the module must not.
     conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
     try:
-        conn.execute("PRAGMA journal_mode=WAL")
+        _wal(conn)
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=ON")
         # Another process (a backup, an admin tool) may hold the lock for a moment.
@@ -86,11 +102,118 @@ def _connect_sqlite(path: str) -> sqlite3.Connection:
     return conn
 
 
+def _wal(conn: sqlite3.Connection) -> None:
+    # Turning a new file to WAL needs it alone, and SQLite does not wait for that (no busy
+    # timeout): another process opening the new file at the same moment would make this fail.
+    for attempt in range(50):
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or attempt == 49:
+                raise
+            time.sleep(0.1)
+
+
+def _open_sqlite(path: str) -> sqlite3.Connection:
+    """`_connect_sqlite`, creating the file owner-only first, with errors as `StoreError`."""
+    where = f"the SQLite database {path}"
+    if path != ":memory:":
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise StoreError(f"cannot open {where}: there is no folder {folder}")
+        try:
+            # It will hold custody fleets and the secrets of running matches: 0600. SQLite
+            # gives the -wal and -shm files it makes beside it the same mode.
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            pass
+        except OSError as e:
+            raise StoreError(f"cannot create {where}: {e.strerror}") from None
+    try:
+        return _connect_sqlite(path)
+    except StoreError as e:
+        raise StoreError(f"{where}: {e}") from None
+    except sqlite3.Error as e:
+        raise StoreError(f"cannot open {where}: {_one_line(e)}") from None
+
+
+def _open_postgres(url: str, size: int) -> ConnectionPool:
+    """Check the database at ``url``, migrate it, and open a pool of ``size`` connections to it
+    (autocommit: the store issues BEGIN and COMMIT itself); errors as `StoreError`."""
+    where = f"the PostgreSQL database {_redact(url)}"
+    try:
+        import psycopg
+        from psycopg.conninfo import conninfo_to_dict, make_conninfo
+        from psycopg_pool import ConnectionPool
+    except ImportError as e:
+        raise StoreError(
+            f"{where} needs psycopg and psycopg-pool ({e}): pip install 'seabattle[postgres]'"
+        ) from None
+    try:
+        params = conninfo_to_dict(url)
+        # libpq waits for an unreachable host forever by default.
+        params.setdefault("connect_timeout", 10)
+        params.setdefault("application_name", "seabattle")
+        conninfo = make_conninfo("", **params)
+        # One connection first: it says clearly what is wrong, where a pool would only time out.
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            migrate(conn, POSTGRES)
+        pool = ConnectionPool(
+            conninfo,
+            min_size=1,
+            max_size=size,
+            kwargs={"autocommit": True},
+            open=False,
+            name="seabattle",
+        )
+        try:
+            pool.open(wait=True, timeout=30)
+        except BaseException:
+            pool.close()
+            raise
+    except StoreError as e:
+        raise StoreError(f"{where}: {e}") from None
+    except psycopg.Error as e:
+        # libpq may quote the URL it could not parse: never with its password.
+        message = _one_line(e).replace(url, _redact(url))
+        for secret in _passwords(url):
+            message = message.replace(secret, "***")
+        raise StoreError(f"cannot open {where}: {message}") from None
+    return pool
+
+
+def _is_postgres(db: str) -> bool:
+    return db.startswith(("postgresql://", "postgres://"))
+
+
+def _redact(url: str) -> str:
+    """``url`` without its password (``postgresql://u:***@h/d``), to be shown in messages."""
+    for secret in _passwords(url):
+        url = url.replace(f":{secret}@", ":***@", 1).replace(f"={secret}", "=***")
+    return url
+
+
+def _passwords(url: str) -> list[str]:
+    """The passwords ``url`` holds (``user:password@``, ``?password=``), however malformed."""
+    rest = url.partition("://")[2]
+    netloc = rest.partition("/")[0]
+    auth, at, _ = netloc.rpartition("@")
+    found = [auth.split(":", 1)[1]] if at and ":" in auth else []
+    query = rest.partition("?")[2]
+    found += [p[9:] for p in query.split("&") if p.lower().startswith("password=")]
+    return [p for p in found if p]
+
+
+def _one_line(e: BaseException) -> str:
+    return " ".join(str(e).split()) or type(e).__name__
+
+
 class Store(PlayerStore, MatchStore, RecordStore, JournalStore):
     """The server's database: players, matches, records, the ladder, and the journals of
     running matches (async, trio).
 
-    Open it with ``async with Store.open(path) as store``; the connection closes when the block
+    Open it with ``async with Store.open(db) as store``; the connections close when the block
     ends. All methods may be called from any number of tasks at once.
     """
 
@@ -98,22 +221,38 @@ class Store(PlayerStore, MatchStore, RecordStore, JournalStore):
     @asynccontextmanager
     async def open(
         cls,
-        path: str | os.PathLike[str],
+        db: str | os.PathLike[str],
         *,
         on_call: Callable[[str, float], None] | None = None,
+        pool_size: int = 4,
     ) -> AsyncIterator[Store]:
-        """Open (creating and migrating if needed) the SQLite database at ``path``.
+        """Open (creating and migrating if needed) the database ``db``: a SQLite file path, or a
+        ``postgresql://`` (or ``postgres://``) URL.
 
-        ``":memory:"`` gives a private in-memory database, for tests. ``on_call(method,
+        ``":memory:"`` gives a private in-memory SQLite database, for tests. On PostgreSQL up to
+        ``pool_size`` calls run at once, each on its own pooled connection. ``on_call(method,
         seconds)``, if given, is told how long each call took, waiting for the thread included.
+        Raises `StoreError` (a one-line message) if the database cannot be opened.
         """
-        limiter = trio.CapacityLimiter(1)
-        conn = await trio.to_thread.run_sync(_connect_sqlite, os.fspath(path), limiter=limiter)
-        store = cls(conn, SQLITE, limiter, on_call)
+        where = os.fspath(db)
+        close: Callable[[], None]
+        if _is_postgres(where):
+            if pool_size < 1:
+                raise ValueError(f"pool_size must be 1 or more, got {pool_size}")
+            limiter = trio.CapacityLimiter(pool_size)
+            pool = await trio.to_thread.run_sync(_open_postgres, where, pool_size)
+            store = cls(pool.connection, POSTGRES, limiter, on_call)
+            close = pool.close
+        else:
+            limiter = trio.CapacityLimiter(1)
+            conn = await trio.to_thread.run_sync(_open_sqlite, where, limiter=limiter)
+            store = cls(lambda: contextlib.nullcontext(conn), SQLITE, limiter, on_call)
+            close = conn.close
         try:
             yield store
         finally:
             store._closed = True
-            # Shielded: a cancelled owner must still close the file cleanly (checkpoint the WAL).
+            # Shielded: a cancelled owner must still close cleanly (checkpoint the WAL, tell the
+            # PostgreSQL server goodbye).
             with trio.CancelScope(shield=True):
-                await trio.to_thread.run_sync(conn.close, limiter=limiter)
+                await trio.to_thread.run_sync(close, limiter=limiter)

@@ -1,18 +1,20 @@
-"""What every part of `Store` stands on: the one connection, the worker thread each call runs
-in, and the blocking helpers that run there (the theory of operation is in ``store``).
+"""What every part of `Store` stands on: the connection each call borrows, the worker thread it
+runs in, and the blocking helpers that run there (the theory of operation is in ``store``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from typing import Any, TypeVar
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any, TypeVar, cast
 
 import trio
 
-from .schema import Dialect, NotFound
+from .schema import Connection, Cursor, Dialect, NotFound
 from .store_rows import _MATCH_COLS, MatchRow, _match
 
 __all__ = ["StoreBase"]
@@ -29,40 +31,66 @@ def _op_name(fn: Callable[..., Any]) -> str:
     return (parts[-3] if len(parts) > 2 and parts[-2] == "<locals>" else parts[-1]).lstrip("_")
 
 
+def _in_transaction(conn: Connection) -> bool:
+    if isinstance(conn, sqlite3.Connection):
+        return conn.in_transaction
+    # psycopg: info.transaction_status is IDLE (0) outside a transaction.
+    return bool(cast(Any, conn).info.transaction_status)
+
+
 class StoreBase:
-    """The connection, its thread and its blocking helpers, shared by the parts of `Store`."""
+    """The connections, their threads and the blocking helpers, shared by the parts of `Store`."""
 
     def __init__(
         self,
-        conn: sqlite3.Connection,
+        connection: Callable[[], AbstractContextManager[Connection]],
         dialect: Dialect,
         limiter: trio.CapacityLimiter,
         on_call: Callable[[str, float], None] | None = None,
     ) -> None:
-        """Wrap an open, migrated connection; use `Store.open` rather than calling this."""
-        self._conn = conn
+        """Wrap a source of open, migrated connections (``connection()`` lends one for the length
+        of a ``with`` block) no busier than ``limiter`` allows; use `Store.open`, not this."""
+        self._connection = connection
         self._dialect = dialect
         self._limiter = limiter
         self._closed = False
         self._on_call = on_call
+        self._local = threading.local()
 
     async def _run(self, fn: Callable[..., _T], *args: Any) -> _T:
         if self._closed:
             raise trio.ClosedResourceError("the store is closed")
         if self._on_call is None:
-            return await trio.to_thread.run_sync(fn, *args, limiter=self._limiter)
+            return await trio.to_thread.run_sync(self._call, fn, *args, limiter=self._limiter)
         # Wall time, not trio's clock: the cost is in a thread, which a test's virtual clock
         # does not see (and may jump across while it waits).
         start = time.perf_counter()
         try:
-            return await trio.to_thread.run_sync(fn, *args, limiter=self._limiter)
+            return await trio.to_thread.run_sync(self._call, fn, *args, limiter=self._limiter)
         finally:
             self._on_call(_op_name(fn), time.perf_counter() - start)
 
-    # Blocking helpers; they only ever run inside _run, one at a time.
+    def _call(self, fn: Callable[..., _T], *args: Any) -> _T:
+        """In the worker thread: run ``fn`` with a connection borrowed for the whole call."""
+        with self._connection() as conn:
+            self._local.conn = conn
+            try:
+                return fn(*args)
+            finally:
+                self._local.conn = None
 
-    def _exec(self, cur: sqlite3.Cursor, query: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
-        return cur.execute(self._dialect.sql(query), params)
+    # Blocking helpers; they only ever run inside _run, in the thread that borrowed `_conn`.
+
+    @property
+    def _conn(self) -> Connection:
+        conn: Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            raise RuntimeError("the store's connection is only lent inside Store._run")
+        return conn
+
+    def _exec(self, cur: Cursor, query: str, params: Sequence[Any] = ()) -> Cursor:
+        cur.execute(self._dialect.sql(query), params)
+        return cur
 
     def _one(self, query: str, params: Sequence[Any]) -> Any:
         cur = self._conn.cursor()
@@ -79,24 +107,27 @@ class StoreBase:
             cur.close()
 
     @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Cursor]:
-        cur = self._conn.cursor()
+    def _transaction(self) -> Iterator[Cursor]:
+        conn = self._conn
+        cur = conn.cursor()
         try:
             cur.execute(self._dialect.begin_write)
             try:
                 yield cur
                 cur.execute("COMMIT")
             except BaseException:
-                # A failed COMMIT (e.g. busy) leaves the transaction open; end it either way.
-                if self._conn.in_transaction:
-                    cur.execute("ROLLBACK")
+                # A failed COMMIT (e.g. busy) leaves the transaction open; end it either way. A
+                # connection that broke cannot; the error that broke it is the one to see.
+                if _in_transaction(conn):
+                    with contextlib.suppress(Exception):
+                        cur.execute("ROLLBACK")
                 raise
         finally:
             cur.close()
 
     # Shared by every part that changes a match or what hangs off it (records, ratings).
 
-    def _match_for_update(self, cur: sqlite3.Cursor, match_id: str) -> MatchRow:
+    def _match_for_update(self, cur: Cursor, match_id: str) -> MatchRow:
         row = self._exec(
             cur,
             f"SELECT {_MATCH_COLS} FROM matches WHERE id = ?{self._dialect.lock_rows}",

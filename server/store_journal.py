@@ -72,10 +72,13 @@ class JournalStore(StoreBase):
 
         def run() -> None:
             with self._transaction() as cur:
-                self._exec(cur, "DELETE FROM resume_tokens WHERE player = ?", (player_id,))
+                # One statement, not a delete then an insert: two at once for one player (two
+                # nodes, PostgreSQL) would both find nothing to delete, and one insert would fail.
                 self._exec(
                     cur,
-                    "INSERT INTO resume_tokens (hash, player, created) VALUES (?, ?, ?)",
+                    "INSERT INTO resume_tokens (hash, player, created) VALUES (?, ?, ?)"
+                    " ON CONFLICT (player) DO UPDATE SET hash = excluded.hash,"
+                    " created = excluded.created",
                     (token_hash(token), player_id, now),
                 )
 

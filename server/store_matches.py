@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from typing import Any, get_args
 
-from .schema import Conflict, NotFound
+from .schema import Conflict, Cursor, NotFound
 from .store_base import StoreBase
 from .store_rows import _MATCH_COLS, MatchRow, MatchStatus, _check_match_id, _json, _match
 
@@ -52,7 +51,7 @@ class MatchStore(StoreBase):
 
         return await self._run(run)
 
-    def _require_players(self, cur: sqlite3.Cursor, ids: Sequence[str]) -> None:
+    def _require_players(self, cur: Cursor, ids: Sequence[str]) -> None:
         for player_id in ids:
             if (
                 self._exec(cur, "SELECT 1 FROM players WHERE id = ?", (player_id,)).fetchone()

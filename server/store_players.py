@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import math
-import sqlite3
 from collections.abc import Sequence
 from typing import Any, cast
 
 from .ladder import Rating, update
-from .schema import Conflict, NotFound
+from .schema import Conflict, Cursor, NotFound
 from .store_base import StoreBase
 from .store_rows import (
     _HISTORY_COLS,
@@ -142,7 +141,7 @@ class PlayerStore(StoreBase):
 
         return await self._run(run)
 
-    def _write_rating(self, cur: sqlite3.Cursor, player_id: str, new: Rating, score: float) -> None:
+    def _write_rating(self, cur: Cursor, player_id: str, new: Rating, score: float) -> None:
         win, draw = int(score == 1.0), int(score == 0.5)
         self._exec(
             cur,

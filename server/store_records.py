@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
 from seabattle.protocol.errors import ProtocolError
 from seabattle.protocol.record import ROLES, dump_record, load_record
 
-from .schema import BadSignature, Conflict, NotFound, check_signature
+from .schema import BadSignature, Conflict, Cursor, NotFound, check_signature
 from .store_base import StoreBase
 from .store_rows import _RECORD_COLS, RecordRow, _record
 
@@ -66,9 +65,12 @@ class RecordStore(StoreBase):
 
         def run() -> bool:
             with self._transaction() as cur:
+                # Locked (on PostgreSQL): two nodes adding the same role at once take turns, and
+                # the second finds the first's row below instead of failing on the primary key.
                 row = self._exec(
                     cur,
-                    "SELECT record FROM records WHERE match_id = ? AND game = ?",
+                    "SELECT record FROM records WHERE match_id = ? AND game = ?"
+                    f"{self._dialect.lock_rows}",
                     (match_id, game),
                 ).fetchone()
                 if row is None:
@@ -102,7 +104,7 @@ class RecordStore(StoreBase):
 
         return await self._run(run)
 
-    def _with_sigs(self, cur: sqlite3.Cursor, row: Sequence[Any]) -> RecordRow:
+    def _with_sigs(self, cur: Cursor, row: Sequence[Any]) -> RecordRow:
         """The record row with its added signatures appended to the signed record's ``sigs``."""
         record = _record(row)
         extra = self._exec(
