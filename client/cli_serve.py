@@ -25,7 +25,10 @@ __all__ = ["demo", "serve"]
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=7010, show_default=True, type=int)
 @click.option(
-    "--db", default="seabattle.db", show_default=True, help="SQLite database file (WAL mode)."
+    "--db",
+    default="seabattle.db",
+    show_default=True,
+    help="SQLite database file (WAL mode, created owner-only), or a postgresql://user@host/db URL.",
 )
 @click.option(
     "--key", default="server.key", show_default=True, help="Identity key file (created if missing)."

@@ -32,12 +32,12 @@ import trio
 from seabattle.common.keys import load_or_create_key
 
 from .config import Limits
-from .journal import Journal
+from .journal import DirectWriter, Journal
 from .lobby import Lobby
 from .logs import configure_logging
 from .metrics import Metrics, serve_metrics
 from .session import Client, Heartbeat, Identity
-from .store import Store
+from .store import Store, StoreError
 
 __all__ = ["main", "serve"]
 
@@ -72,8 +72,9 @@ async def serve(
     """Run the seabattle server on ``host:port`` until ``shutdown`` is set or it is cancelled.
 
     Reports ``(host, port)`` of the first listener through ``task_status``. ``db_path`` is the
-    SQLite database (``":memory:"`` for tests); ``key_path`` the server's Ed25519 key, created on
-    first run. ``guests`` admits any key; otherwise only keys the store already knows.
+    database: a SQLite file (``":memory:"`` for tests) or a ``postgresql://`` URL; ``key_path``
+    the server's Ed25519 key, created on first run. ``guests`` admits any key; otherwise only
+    keys the store already knows.
     ``metrics`` is where to answer ``GET /metrics`` (port 0: any; the bound address is in
     ``stats.address`` before the server reports its own); ``stats`` the counters to keep.
     """
@@ -88,8 +89,14 @@ async def serve(
         trio.open_nursery() as matches,
     ):
         timers = Heartbeat()
-        journal = Journal(store, window=limits.journal_window) if limits.journal else None
-        if journal is not None:
+        journal = None
+        if limits.journal:
+            path = os.fspath(db_path)
+            # A SQLite file takes the journal's rows from the event loop (journal.DirectWriter).
+            direct = None if path == ":memory:" or "://" in path else DirectWriter(path)
+            if direct is not None:
+                outer.start_soon(_close_at_exit, direct)
+            journal = Journal(store, window=limits.journal_window, direct=direct)
             await outer.start(journal.run)
         lobby = Lobby(store, key, matches, limits, stats, timers=timers, journal=journal)
         await lobby.recover()
@@ -172,6 +179,15 @@ def _tune_gc() -> tuple[int, int, int]:
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
     return (old[0], old[1], old[2])
+
+
+async def _close_at_exit(direct: DirectWriter) -> None:
+    """Close the journal's own connection once the server stops (after the journal's last
+    batch: this task is in the same nursery, started before the journal's)."""
+    try:
+        await trio.sleep_forever()
+    finally:
+        direct.close()
 
 
 def _restore_gc(thresholds: tuple[int, int, int]) -> None:
@@ -293,22 +309,25 @@ def main(
 
     try:
         trio.run(run)
-    except (OSError, ExceptionGroup) as e:
-        # Most often a port is taken: one line, not a traceback. It comes out of the nurseries
-        # wrapped in exception groups, which are unwrapped when nothing else is in them.
+    except (OSError, StoreError, ExceptionGroup) as e:
+        # Most often a port is taken, or the database cannot be opened (a missing folder, a
+        # wrong URL, a newer schema): one line, not a traceback. It comes out of the nurseries
+        # wrapped in exception groups, which are unwrapped when nothing else is in them. A
+        # store error once serving is a bug, and keeps its traceback.
         err = _only_os_error(e)
-        if err is None:
+        if err is None or (isinstance(err, StoreError) and started):
             raise
         raise SystemExit(f"seabattle server: {err}") from None
     if json_status and started:
         _status({"event": "stopped", **stats.totals()})
 
 
-def _only_os_error(e: BaseException) -> OSError | None:
-    """The one ``OSError`` that ``e`` is or holds (through exception groups), or ``None``."""
+def _only_os_error(e: BaseException) -> OSError | StoreError | None:
+    """The one ``OSError`` or `StoreError` that ``e`` is or holds (through exception groups),
+    or ``None``."""
     while isinstance(e, BaseExceptionGroup) and len(e.exceptions) == 1:
         e = e.exceptions[0]
-    return e if isinstance(e, OSError) else None
+    return e if isinstance(e, OSError | StoreError) else None
 
 
 def _listening(
