@@ -6,9 +6,11 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -45,70 +47,98 @@ def _postgres_missing(why: str) -> NoReturn:
     pytest.skip(what)
 
 
+def _sweep_killed_runs(parent: Path) -> None:
+    """Delete the folders of throwaway clusters whose test run was killed (its server went with
+    it, but nothing was left to delete the folder)."""
+    for folder in parent.glob("seabattle-pg-*"):
+        try:
+            os.kill(int((folder / "owner").read_text()), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except (OSError, ValueError):
+            continue
+
+
 @contextmanager
 def _throwaway_cluster(bindir: Path) -> Iterator[str]:
     """A PostgreSQL cluster in a temporary folder on a free loopback port, password auth over
     TCP, stopped and deleted afterwards; yields the URL of its ``postgres`` database.
 
     initdb and postgres refuse to run as root: as root they run as the ``postgres`` user, who
-    then owns the folder (under /tmp, which that user can reach)."""
+    then owns the folder (under /tmp, which that user can reach). The server is this process's
+    child, told to shut down should this process die first (setpriv's parent-death signal), so
+    a test run that is killed leaves no server behind."""
+    import psycopg
+
     as_root = os.geteuid() == 0
-    root = Path(tempfile.mkdtemp(prefix="seabattle-pg-", dir="/tmp" if as_root else None))
+    parent = Path("/tmp" if as_root else tempfile.gettempdir())
+    _sweep_killed_runs(parent)
+    root = Path(tempfile.mkdtemp(prefix="seabattle-pg-", dir=parent))
+    (root / "owner").write_text(str(os.getpid()))
     data, sock, log, pwfile = root / "data", root / "sock", root / "log", root / "pw"
     sock.mkdir()
     pwfile.write_text(_PG_PASSWORD)
     run_as: list[str] = []
+    if shutil.which("setpriv"):
+        user = ["--reuid=postgres", "--regid=postgres", "--init-groups"] if as_root else []
+        run_as = ["setpriv", *user, "--pdeathsig=INT", "--"]  # INT: a fast shutdown
+    elif as_root:
+        run_as = ["runuser", "-u", "postgres", "--"]
     if as_root:
         import pwd
 
-        user = pwd.getpwnam("postgres")
-        for p in (root, sock, pwfile):
-            os.chown(p, user.pw_uid, user.pw_gid)
-        run_as = ["runuser", "-u", "postgres", "--"]
+        owner = pwd.getpwnam("postgres")
+        for path in (root, sock, pwfile):
+            os.chown(path, owner.pw_uid, owner.pw_gid)
 
-    def run(*args: str | Path) -> None:
-        done = subprocess.run(
-            [*run_as, *map(str, args)], capture_output=True, text=True, check=False
-        )
-        if done.returncode:
-            tail = log.read_text()[-2000:] if log.exists() else ""
-            raise RuntimeError(f"{args[0]} failed: {done.stdout}{done.stderr}{tail}")
+    def log_tail() -> str:
+        return log.read_text(errors="replace")[-2000:] if log.exists() else ""
 
+    server: subprocess.Popen[bytes] | None = None
     try:
-        run(
-            bindir / "initdb",
-            "-D",
-            data,
-            "-U",
-            "postgres",
-            "--pwfile",
-            pwfile,
-            "--auth-local=trust",
-            "--auth-host=scram-sha-256",
-            "-E",
-            "UTF8",
-            "--no-sync",
-        )
-        for attempt in range(3):
+        initdb = [bindir / "initdb", "-D", data, "-U", "postgres", "--pwfile", pwfile, "-E", "UTF8"]
+        auth = ["--auth-local=trust", "--auth-host=scram-sha-256", "--no-sync"]
+        done = subprocess.run([*run_as, *initdb, *auth], capture_output=True, text=True)
+        if done.returncode:
+            raise RuntimeError(f"initdb failed: {done.stdout}{done.stderr}")
+        for _ in range(3):  # a port found free may be taken before the server binds it
             with socket.socket() as s:
                 s.bind(("127.0.0.1", 0))
                 port = s.getsockname()[1]
+            url = f"postgresql://postgres:{_PG_PASSWORD}@127.0.0.1:{port}/postgres"
             # Durability off: the cluster lives for one test session.
-            opts = (
-                f"-p {port} -k {sock} -c listen_addresses=127.0.0.1 -F"
-                " -c full_page_writes=off -c synchronous_commit=off"
-            )
-            try:
-                run(bindir / "pg_ctl", "-D", data, "-l", log, "-w", "-t", "60", "-o", opts, "start")
-                break
-            except RuntimeError:
-                if attempt == 2:  # the port may have been taken meanwhile: try another
-                    raise
-        try:
-            yield f"postgresql://postgres:{_PG_PASSWORD}@127.0.0.1:{port}/postgres"
-        finally:
-            run(bindir / "pg_ctl", "-D", data, "-m", "immediate", "-w", "stop")
+            args = ["-D", data, "-p", port, "-k", sock, "-c", "listen_addresses=127.0.0.1", "-F"]
+            args += ["-c", "full_page_writes=off", "-c", "synchronous_commit=off"]
+            with log.open("ab") as out:
+                server = subprocess.Popen(
+                    [*run_as, bindir / "postgres", *map(str, args)],
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                )
+            deadline = time.monotonic() + 60
+            while server.poll() is None and time.monotonic() < deadline:
+                try:
+                    psycopg.connect(url, connect_timeout=2).close()
+                    break
+                except psycopg.OperationalError:
+                    time.sleep(0.05)
+            else:
+                if server.poll() is None:
+                    raise RuntimeError(f"postgres did not start in time: {log_tail()}")
+                server = None
+                continue
+            break
+        else:
+            raise RuntimeError(f"postgres did not start: {log_tail()}")
+        yield url
     finally:
+        if server is not None:
+            server.send_signal(signal.SIGINT)
+            try:
+                server.wait(30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
         shutil.rmtree(root, ignore_errors=True)
 
 

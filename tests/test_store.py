@@ -1,19 +1,33 @@
-"""The store: migrations, persistence across restarts, idempotent rating and the ladder order."""
+"""The store: migrations, persistence across restarts, idempotent rating and the ladder order.
+
+Every test of the store runs on both backends (the ``db`` fixture): a SQLite file, and a fresh
+database on a PostgreSQL server (``postgres_db`` in conftest). A few are about one backend only:
+the SQLite file itself, and what several PostgreSQL transactions at once must not break.
+"""
 
 from __future__ import annotations
 
+import socket
 import sqlite3
-from contextlib import closing
+import stat
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, closing, contextmanager
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import trio
 from seabattle.server.ladder import Rating, update
+from seabattle.server.schema import Connection
 from seabattle.server.store import (
     MIGRATIONS,
     POSTGRES,
     SQLITE,
     Conflict,
+    Dialect,
     NotFound,
     Store,
     StoreError,
@@ -42,9 +56,32 @@ async def played(store: Store, n: int, a: str, b: str) -> str:
     return match_id
 
 
-def schema_versions(path: Path) -> list[int]:
-    with closing(sqlite3.connect(path)) as conn:
-        return [v for (v,) in conn.execute("SELECT version FROM schema_version ORDER BY version")]
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where the test's store lives: a SQLite file, or a fresh PostgreSQL database (its URL)."""
+    if request.param == "sqlite":
+        return str(tmp_path / "s.db")
+    url: str = request.getfixturevalue("postgres_db")
+    return url
+
+
+@contextmanager
+def raw(db: str) -> Iterator[tuple[Connection, Dialect]]:
+    """A plain connection to the store's database (each statement commits), and its dialect."""
+    if db.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(db, autocommit=True) as conn:
+            yield conn, POSTGRES
+    else:
+        with closing(sqlite3.connect(db, isolation_level=None)) as lite:
+            yield lite, SQLITE
+
+
+def schema_versions(db: str) -> list[int]:
+    with raw(db) as (conn, _):
+        rows = conn.execute("SELECT version FROM schema_version ORDER BY version").fetchall()
+    return [v for (v,) in rows]
 
 
 # Migrations and the file
@@ -55,12 +92,11 @@ def test_migrations_are_numbered_in_order() -> None:
     assert versions == list(range(1, len(versions) + 1))
 
 
-async def test_migrations_apply_once_and_reopen_is_idempotent(tmp_path: Path) -> None:
-    path = tmp_path / "s.db"
+async def test_migrations_apply_once_and_reopen_is_idempotent(db: str) -> None:
     for _ in range(3):
-        async with Store.open(path):
+        async with Store.open(db):
             pass
-    assert schema_versions(path) == [v for v, _ in MIGRATIONS]
+    assert schema_versions(db) == [v for v, _ in MIGRATIONS]
 
 
 async def test_file_is_in_wal_mode(tmp_path: Path) -> None:
@@ -71,27 +107,49 @@ async def test_file_is_in_wal_mode(tmp_path: Path) -> None:
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
 
-async def test_newer_schema_is_refused(tmp_path: Path) -> None:
+async def test_a_new_file_is_owner_only(tmp_path: Path) -> None:
+    # It holds custody fleets and the secrets of running matches; the WAL holds them too.
     path = tmp_path / "s.db"
-    async with Store.open(path):
-        pass
-    with closing(sqlite3.connect(path)) as conn, conn:
-        conn.execute("INSERT INTO schema_version VALUES (?)", (len(MIGRATIONS) + 1,))
-    with pytest.raises(StoreError, match="newer"):
-        async with Store.open(path):
+    async with Store.open(path) as store:
+        await seed(store, ALICE)
+        made = [path, *(Path(f"{path}{end}") for end in ("-wal", "-shm"))]
+        assert {stat.S_IMODE(p.stat().st_mode) for p in made if p.exists()} == {0o600}
+
+
+async def test_a_file_that_cannot_be_opened_is_one_clear_line(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="there is no folder") as missing:
+        async with Store.open(tmp_path / "nowhere" / "s.db"):
             pass
+    (tmp_path / "junk.db").write_bytes(b"not a database, " * 100)
+    with pytest.raises(StoreError, match=r"junk\.db: file is not a database") as junk:
+        async with Store.open(tmp_path / "junk.db"):
+            pass
+    for refused in (missing, junk):
+        assert "\n" not in str(refused.value)
+    assert not (tmp_path / "nowhere").exists()
 
 
-async def test_closed_store_refuses_calls() -> None:
-    async with Store.open(":memory:") as store:
+async def test_newer_schema_is_refused(db: str) -> None:
+    async with Store.open(db):
+        pass
+    with raw(db) as (conn, dialect):
+        conn.execute(dialect.sql("INSERT INTO schema_version VALUES (?)"), (len(MIGRATIONS) + 1,))
+    with pytest.raises(StoreError, match="newer") as refused:
+        async with Store.open(db):
+            pass
+    assert "\n" not in str(refused.value)
+    assert schema_versions(db)[-1] == len(MIGRATIONS) + 1  # and it left the database alone
+
+
+async def test_closed_store_refuses_calls(db: str) -> None:
+    async with Store.open(db) as store:
         pass
     with pytest.raises(trio.ClosedResourceError):
         await store.get_player(ALICE)
 
 
-async def test_everything_survives_a_restart(tmp_path: Path) -> None:
-    path = tmp_path / "s.db"
-    async with Store.open(path) as store:
+async def test_everything_survives_a_restart(db: str) -> None:
+    async with Store.open(db) as store:
         await seed(store, ALICE, BOB)
         m = await played(store, 1, ALICE, BOB)
         await store.finish_match(m, {"winner": 0, "score": [2, 1]}, NOW + 60)
@@ -100,7 +158,7 @@ async def test_everything_survives_a_restart(tmp_path: Path) -> None:
         changes = await store.apply_result(m, ALICE, BOB, 1.0, NOW + 60)
         before = (await store.get_player(ALICE), await store.get_match(m), await store.ladder())
 
-    async with Store.open(path) as store:
+    async with Store.open(db) as store:
         after = (await store.get_player(ALICE), await store.get_match(m), await store.ladder())
         assert after == before
         match = after[1]
@@ -117,8 +175,8 @@ async def test_everything_survives_a_restart(tmp_path: Path) -> None:
 # Players
 
 
-async def test_upsert_creates_with_default_rating_then_only_renames() -> None:
-    async with Store.open(":memory:") as store:
+async def test_upsert_creates_with_default_rating_then_only_renames(db: str) -> None:
+    async with Store.open(db) as store:
         created = await store.upsert_player(ALICE, "alice", NOW)
         assert created.glicko == Rating()
         assert (created.games, created.created) == (0, NOW)
@@ -128,8 +186,8 @@ async def test_upsert_creates_with_default_rating_then_only_renames() -> None:
 
 
 @pytest.mark.parametrize("bad", ["A1" * 32, "a1" * 31, "alice", ""])
-async def test_player_ids_are_keys_or_guests(bad: str) -> None:
-    async with Store.open(":memory:") as store:
+async def test_player_ids_are_keys_or_guests(bad: str, db: str) -> None:
+    async with Store.open(db) as store:
         await store.upsert_player(GUEST, "guest", NOW)
         with pytest.raises(ValueError):
             await store.upsert_player(bad, "x", NOW)
@@ -138,8 +196,8 @@ async def test_player_ids_are_keys_or_guests(bad: str) -> None:
 # Matches
 
 
-async def test_match_lifecycle_and_listing() -> None:
-    async with Store.open(":memory:") as store:
+async def test_match_lifecycle_and_listing(db: str) -> None:
+    async with Store.open(db) as store:
         await seed(store, ALICE, BOB, CAROL)
         await store.create_match(mid(1), RULES, "classic", ALICE, None, NOW)
         await store.create_match(mid(2), RULES, "salvo", BOB, None, NOW + 1)
@@ -163,8 +221,8 @@ async def test_match_lifecycle_and_listing() -> None:
         assert len(await store.list_matches()) == 2
 
 
-async def test_match_refusals() -> None:
-    async with Store.open(":memory:") as store:
+async def test_match_refusals(db: str) -> None:
+    async with Store.open(db) as store:
         await seed(store, ALICE, BOB)
         await store.create_match(mid(1), RULES, "classic", ALICE, BOB, NOW)
         with pytest.raises(Conflict):
@@ -183,8 +241,8 @@ async def test_match_refusals() -> None:
 # Records
 
 
-async def test_records_are_write_once() -> None:
-    async with Store.open(":memory:") as store:
+async def test_records_are_write_once(db: str) -> None:
+    async with Store.open(db) as store:
         await seed(store, ALICE, BOB)
         m = await played(store, 1, ALICE, BOB)
         await store.put_record(m, 0, b"rec", b"sig", NOW)
@@ -198,8 +256,8 @@ async def test_records_are_write_once() -> None:
         assert await store.get_record(m, 1) is None
 
 
-async def test_records_for_player_newest_first() -> None:
-    async with Store.open(":memory:") as store:
+async def test_records_for_player_newest_first(db: str) -> None:
+    async with Store.open(db) as store:
         await seed(store, ALICE, BOB, CAROL)
         for n, (a, b) in enumerate([(ALICE, BOB), (CAROL, ALICE), (BOB, CAROL)], start=1):
             await played(store, n, a, b)
@@ -220,8 +278,8 @@ async def test_records_for_player_newest_first() -> None:
 # Ratings and the ladder
 
 
-async def test_apply_result_rates_both_and_counts_games() -> None:
-    async with Store.open(":memory:") as store:
+async def test_apply_result_rates_both_and_counts_games(db: str) -> None:
+    async with Store.open(db) as store:
         await seed(store, ALICE, BOB)
         m = await played(store, 1, ALICE, BOB)
         (old_a, new_a), (old_b, new_b) = await store.apply_result(m, ALICE, BOB, 0.0, NOW)
@@ -234,8 +292,8 @@ async def test_apply_result_rates_both_and_counts_games() -> None:
         assert (bob.games, bob.wins, bob.losses, bob.draws) == (1, 1, 0, 0)
 
 
-async def test_apply_result_is_idempotent_per_match() -> None:
-    async with Store.open(":memory:") as store:
+async def test_apply_result_is_idempotent_per_match(db: str) -> None:
+    async with Store.open(db) as store:
         await seed(store, ALICE, BOB)
         m = await played(store, 1, ALICE, BOB)
         first = await store.apply_result(m, ALICE, BOB, 0.5, NOW)
@@ -251,8 +309,8 @@ async def test_apply_result_is_idempotent_per_match() -> None:
         assert (await store.get_player(ALICE), await store.get_player(BOB)) == players
 
 
-async def test_apply_result_refusals_change_nothing() -> None:
-    async with Store.open(":memory:") as store:
+async def test_apply_result_refusals_change_nothing(db: str) -> None:
+    async with Store.open(db) as store:
         await seed(store, ALICE, BOB, CAROL)
         m = await played(store, 1, ALICE, BOB)
         with pytest.raises(Conflict):
@@ -269,9 +327,10 @@ async def test_apply_result_refusals_change_nothing() -> None:
             assert player is not None and player.games == 0 and player.glicko == Rating()
 
 
-async def test_concurrent_results_are_all_applied() -> None:
-    # Many tasks share one connection; the limiter must serialise them without losing updates.
-    async with Store.open(":memory:") as store:
+async def test_concurrent_results_are_all_applied(db: str) -> None:
+    # Many tasks at once: on SQLite the limiter serialises them on one connection; on PostgreSQL
+    # they run side by side on the pool's connections, and the row locks must lose no update.
+    async with Store.open(db) as store:
         await seed(store, ALICE, BOB)
         ids = [await played(store, n, ALICE, BOB) for n in range(1, 21)]
         async with trio.open_nursery() as nursery:
@@ -282,8 +341,8 @@ async def test_concurrent_results_are_all_applied() -> None:
         assert alice is not None and (alice.games, alice.wins) == (20, 20)
 
 
-async def test_ladder_is_ordered_by_rating_and_skips_unplayed() -> None:
-    async with Store.open(":memory:") as store:
+async def test_ladder_is_ordered_by_rating_and_skips_unplayed(db: str) -> None:
+    async with Store.open(db) as store:
         await seed(store, ALICE, BOB, CAROL, GUEST)
         # Alice beats Bob twice, Bob beats Carol once; the guest never plays.
         await store.apply_result(await played(store, 1, ALICE, BOB), ALICE, BOB, 1.0, NOW)
@@ -312,8 +371,8 @@ def test_dialects_differ_only_where_engines_do() -> None:
     assert any("GENERATED ALWAYS AS IDENTITY" in s for s in ddl)
 
 
-async def test_finishing_with_a_null_result_can_be_retried() -> None:
-    async with Store.open(":memory:") as store:
+async def test_finishing_with_a_null_result_can_be_retried(db: str) -> None:
+    async with Store.open(db) as store:
         await seed(store, ALICE, BOB)
         m = await played(store, 1, ALICE, BOB)
         await store.finish_match(m, None, NOW)
@@ -322,13 +381,35 @@ async def test_finishing_with_a_null_result_can_be_retried() -> None:
         assert match is not None and (match.status, match.result) == ("finished", None)
 
 
-async def test_two_stores_on_one_file_migrate_once(tmp_path: Path) -> None:
-    # Another process (a second server, an admin tool) may open the file at the same moment.
-    path = tmp_path / "s.db"
-    async with Store.open(path) as one, Store.open(path) as two:
+async def test_two_stores_on_one_database_migrate_once(db: str) -> None:
+    # Another process (a second server, an admin tool) may open the database at the same moment.
+    async with Store.open(db) as one, Store.open(db) as two:
         await seed(one, ALICE)
         assert await two.get_player(ALICE) is not None
-    assert schema_versions(path) == [v for v, _ in MIGRATIONS]
+    assert schema_versions(db) == [v for v, _ in MIGRATIONS]
+
+
+async def test_stores_opening_at_the_same_moment_migrate_once(db: str) -> None:
+    # Nodes starting together on an empty database: one migrates, the others wait and find
+    # nothing left to do (PostgreSQL: the advisory lock; SQLite: BEGIN IMMEDIATE).
+    opened: list[Store] = []
+    done = trio.Event()
+
+    async def node() -> None:
+        async with Store.open(db) as store:
+            opened.append(store)
+            await done.wait()
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(3):
+            nursery.start_soon(node)
+        with trio.fail_after(30):
+            while len(opened) < 3:
+                await trio.sleep(0.01)
+        await seed(opened[0], ALICE)
+        assert await opened[2].get_player(ALICE) is not None
+        done.set()
+    assert schema_versions(db) == [v for v, _ in MIGRATIONS]
 
 
 # Signatures added to a stored record
@@ -347,11 +428,11 @@ def _signed_record(n: int) -> tuple[dict[str, object], list[object]]:
     return {"record": record, "sigs": [sign_as(record, ref, "referee")]}, [ref, k0, k1]
 
 
-async def test_signatures_grow_while_the_record_stays() -> None:
+async def test_signatures_grow_while_the_record_stays(db: str) -> None:
     from seabattle.protocol.record import dump_record, load_record, record_head, verify_record
     from seabattle.server.store import BadSignature
 
-    async with Store.open(":memory:") as store:
+    async with Store.open(db) as store:
         await seed(store, ALICE, BOB)
         m = await played(store, 1, ALICE, BOB)
         signed, (_, k0, k1) = _signed_record(1)
@@ -392,43 +473,182 @@ async def test_signatures_grow_while_the_record_stays() -> None:
         assert listed.record == row.record
 
 
-async def test_migration_2_moves_cosigned_copies_into_record_sigs(tmp_path: Path) -> None:
+async def test_migration_2_moves_cosigned_copies_into_record_sigs(db: str) -> None:
     from seabattle.protocol.record import cosign, dump_record, load_record, verify_record
     from seabattle.server.store import COSIGNED_SLOTS
 
-    path = tmp_path / "v1.sqlite"
     signed, (_, k0, k1) = _signed_record(1)
     both = cosign(cosign(signed, k0, "seat0"), k1, "seat1")  # type: ignore[arg-type]
     # A database left by the version-1 server: the co-signed copy in slot COSIGNED + 0b11.
-    with closing(sqlite3.connect(path)) as db:
-        db.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY)")
+    with raw(db) as (conn, dialect):
+
+        def execute(query: str, params: tuple[Any, ...] = ()) -> None:
+            conn.execute(dialect.sql(query), params)
+
+        execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY)")
         for template in MIGRATIONS[0][1]:
             assert isinstance(template, str)
-            db.execute(SQLITE.ddl(template))
-        db.execute("INSERT INTO schema_version VALUES (1)")
+            execute(dialect.ddl(template))
+        execute("INSERT INTO schema_version VALUES (1)")
         for p in (ALICE, BOB):
-            db.execute(
+            execute(
                 "INSERT INTO players (id, name, created, rating, rd, vol)"
                 " VALUES (?, ?, 0, 1, 1, 1)",
                 (p, p[:5]),
             )
-        db.execute(
+        execute(
             "INSERT INTO matches (id, rules, mode, seat0, seat1, status, created)"
             " VALUES (?, ?, 'blind', ?, ?, 'finished', 0)",
             (mid(1), RULES, ALICE, BOB),
         )
         rows = [(0, dump_record(signed)), (COSIGNED_SLOTS + 3, dump_record(both))]
         for game, data in rows:
-            db.execute(
-                "INSERT INTO records VALUES (?, ?, ?, ?, ?)", (mid(1), game, data, b"s", NOW)
-            )
-        db.commit()
+            execute("INSERT INTO records VALUES (?, ?, ?, ?, ?)", (mid(1), game, data, b"s", NOW))
 
-    async with Store.open(path) as store:
+    async with Store.open(db) as store:
         row = await store.get_record(mid(1))
         assert row is not None
         got = load_record(row.record)
         assert [s["role"] for s in got["sigs"]] == ["referee", "seat0", "seat1"]
         assert verify_record(got).ok
         assert await store.get_record(mid(1), COSIGNED_SLOTS + 3) is None
-    assert schema_versions(path)[-1] == MIGRATIONS[-1][0]
+    assert schema_versions(db)[-1] == MIGRATIONS[-1][0]
+
+
+# The journal of running matches and the resume tokens
+
+
+async def test_journal_and_resume_tokens(db: str) -> None:
+    async with Store.open(db) as store:
+        await seed(store, ALICE, BOB)
+        m = await played(store, 1, ALICE, BOB)
+        await store.append_journal([(m, 0, b"e0"), (m, 1, b"e1")])
+        await store.append_journal([(m, 2, b"e2")])
+        assert await store.journal(m) == [b"e0", b"e1", b"e2"]
+        assert [r.id for r in await store.running_matches()] == [m]
+        await store.put_resume_token(ALICE, b"t1", NOW)
+        await store.put_resume_token(ALICE, b"t2", NOW + 1)  # replaces the older one
+        await store.put_resume_token(BOB, b"t3", NOW)
+        assert [await store.resume_player(t) for t in (b"t1", b"t2", b"t3")] == [None, ALICE, BOB]
+        await store.finish_match(m, {"winner": 0}, NOW + 5)
+        assert await store.journal(m) == [] and await store.running_matches() == []
+
+
+# PostgreSQL: transactions side by side, and the URLs that do not lead to a database
+
+
+@asynccontextmanager
+async def held(db: str, lock: str, waiters: int) -> AsyncIterator[None]:
+    """Hold the rows ``lock`` locks while the block starts its calls; once ``waiters`` sessions
+    wait for a lock (the calls are all in flight), let them go. Always let them go: a call that
+    waits forever in its thread cannot be cancelled."""
+    with raw(db) as (blocker, _), raw(db) as (watcher, _):
+        blocker.execute("BEGIN")
+        blocker.execute(lock)
+        try:
+            yield
+            with trio.fail_after(10):
+                while True:
+                    # Its own transaction each time: a transaction sees one snapshot of the view.
+                    (waiting,) = watcher.execute(
+                        "SELECT count(*) FROM pg_stat_activity"
+                        " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+                    ).fetchone()
+                    if waiting >= waiters:
+                        break
+                    await trio.sleep(0.005)
+        finally:
+            blocker.execute("COMMIT")
+
+
+async def test_results_at_the_same_moment_all_apply(postgres_db: str) -> None:
+    # Two nodes rate two matches of the same players at once, and a third reports one of them
+    # again (from the other seat): both ratings apply in turn, the repeat changes nothing.
+    async with Store.open(postgres_db) as store:
+        await seed(store, ALICE, BOB)
+        m1, m2 = await played(store, 1, ALICE, BOB), await played(store, 2, ALICE, BOB)
+        answers: dict[str, Any] = {}
+
+        async def rate(key: str, *args: Any) -> None:
+            answers[key] = await store.apply_result(*args, NOW)
+
+        lock = "SELECT id FROM players FOR UPDATE"
+        async with trio.open_nursery() as nursery, held(postgres_db, lock, 3):
+            nursery.start_soon(rate, "m1", m1, ALICE, BOB, 1.0)
+            nursery.start_soon(rate, "m2", m2, BOB, ALICE, 0.0)
+            nursery.start_soon(rate, "m1 again", m1, BOB, ALICE, 0.0)
+        alice, bob = await store.get_player(ALICE), await store.get_player(BOB)
+    assert alice is not None and bob is not None
+    assert (alice.games, alice.wins, bob.games, bob.losses) == (2, 2, 2, 2)
+    once = update(Rating(), Rating(), 1.0)
+    assert (alice.glicko, bob.glicko) == update(*once, 1.0)  # neither update was lost
+    assert answers["m1 again"] == answers["m1"][::-1]
+    # Whichever went second started from what the first left.
+    (a1_old, a1_new), _ = answers["m1"]
+    (_, _), (a2_old, a2_new) = answers["m2"]
+    assert a1_new == a2_old or a2_new == a1_old
+
+
+async def test_the_same_signature_at_the_same_moment_is_kept_once(postgres_db: str) -> None:
+    from seabattle.protocol.record import dump_record, record_head
+
+    signed, (_, _, k1) = _signed_record(1)
+    key1 = k1.public_key().public_bytes_raw()  # type: ignore[attr-defined]
+    sig1 = k1.sign(record_head(signed["record"]))  # type: ignore[attr-defined, arg-type]
+    async with Store.open(postgres_db) as store:
+        await seed(store, ALICE, BOB)
+        m = await played(store, 1, ALICE, BOB)
+        await store.put_record(m, 0, dump_record(signed), b"s", NOW)
+        added: list[bool] = []
+
+        async def cosign() -> None:
+            added.append(await store.add_signature(m, 0, "seat1", key1, sig1, NOW))
+
+        lock = "SELECT 1 FROM records FOR UPDATE"
+        async with trio.open_nursery() as nursery, held(postgres_db, lock, 2):
+            for _ in range(2):
+                nursery.start_soon(cosign)
+    assert sorted(added) == [False, True]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def test_a_database_that_cannot_be_opened_is_one_clear_line(postgres_db: str) -> None:
+    there = urlsplit(postgres_db)
+    server = f"{there.hostname}:{there.port}" if there.port else str(there.hostname)
+    bad = {
+        "refused": f"postgresql://u:secret1@127.0.0.1:{_free_port()}/db",
+        "no such database": there._replace(path="/seabattle_no_such_db").geturl(),
+        "bad credentials": f"postgres://seabattle_no_such_user:secret2@{server}{there.path}",
+        "not a URL option": f"{postgres_db}?no_such_option=1",
+        "not a port": "postgresql://u:secret3@127.0.0.1:port/db",
+        "not a host": "postgres://u:secret4@[::1/db",  # libpq quotes the URL it cannot parse
+    }
+    for why, url in bad.items():
+        with pytest.raises(StoreError, match="cannot open the PostgreSQL database") as refused:
+            async with Store.open(url):
+                pass
+        message = str(refused.value)
+        assert "\n" not in message, why
+        assert "secret" not in message and (there.password or "\0") not in message, why
+
+
+def test_serve_on_a_database_it_cannot_open_says_one_line(db: str, tmp_path: Path) -> None:
+    if db.startswith("postgresql://"):
+        bad = urlsplit(db)._replace(path="/seabattle_no_such_db").geturl()
+    else:
+        bad = str(tmp_path / "nowhere" / "s.db")
+    serve = "from seabattle.client.cli import main; main()"
+    args = ["serve", "--port", "0", "--key", str(tmp_path / "k"), "--db", bad]
+    done = subprocess.run(
+        [sys.executable, "-c", serve, *args], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode != 0
+    assert done.stderr.startswith("seabattle server: cannot open ") and done.stderr.count("\n") == 1
+    assert "seabattle_no_such_db" in done.stderr or "there is no folder" in done.stderr
+    password = urlsplit(bad).password
+    assert not password or password not in done.stderr
