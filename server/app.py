@@ -32,7 +32,7 @@ import trio
 from seabattle.common.keys import load_or_create_key
 
 from .config import Limits
-from .journal import DirectWriter, Journal
+from .journal import Journal
 from .lobby import Lobby
 from .logs import configure_logging
 from .metrics import Metrics, serve_metrics
@@ -89,14 +89,8 @@ async def serve(
         trio.open_nursery() as matches,
     ):
         timers = Heartbeat()
-        journal = None
-        if limits.journal:
-            path = os.fspath(db_path)
-            # A SQLite file takes the journal's rows from the event loop (journal.DirectWriter).
-            direct = None if path == ":memory:" or "://" in path else DirectWriter(path)
-            if direct is not None:
-                outer.start_soon(_close_at_exit, direct)
-            journal = Journal(store, window=limits.journal_window, direct=direct)
+        journal = Journal(store, window=limits.journal_window) if limits.journal else None
+        if journal is not None:
             await outer.start(journal.run)
         lobby = Lobby(store, key, matches, limits, stats, timers=timers, journal=journal)
         await lobby.recover()
@@ -179,15 +173,6 @@ def _tune_gc() -> tuple[int, int, int]:
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
     return (old[0], old[1], old[2])
-
-
-async def _close_at_exit(direct: DirectWriter) -> None:
-    """Close the journal's own connection once the server stops (after the journal's last
-    batch: this task is in the same nursery, started before the journal's)."""
-    try:
-        await trio.sleep_forever()
-    finally:
-        direct.close()
 
 
 def _restore_gc(thresholds: tuple[int, int, int]) -> None:
