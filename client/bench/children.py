@@ -124,6 +124,8 @@ async def bare_server(
 
 #: ``0`` in the environment: the started server keeps no journal (``bench --no-journal``).
 JOURNAL_ENV = "SEABATTLE_BENCH_JOURNAL"
+#: seconds the started server's journal waits to group moves (``bench --journal-window``)
+WINDOW_ENV = "SEABATTLE_BENCH_JOURNAL_WINDOW"
 
 
 def _bench_limits() -> Any:
@@ -139,6 +141,7 @@ def _bench_limits() -> Any:
         "shutdown_grace": 0.5,
         "flush_timeout": 0.5,
         "journal": os.environ.get(JOURNAL_ENV, "1") != "0",
+        "journal_window": float(os.environ.get(WINDOW_ENV, "0")),
     }
     known = {f.name for f in dataclasses.fields(Limits)}
     return Limits(**{k: v for k, v in want.items() if k in known})

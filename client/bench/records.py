@@ -18,15 +18,12 @@ from typing import Any
 
 import msgpack
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from seabattle.protocol.commit import Committed
+from seabattle.protocol import messages as m
 from seabattle.protocol.fleet import random_fleet
-from seabattle.protocol.game import Phase
 from seabattle.protocol.grid import Cell
-from seabattle.protocol.inputs import ShotCalled
-from seabattle.protocol.match import Match
 from seabattle.protocol.record import build_record, seal, verify_record
+from seabattle.protocol.referee import Referee
 from seabattle.protocol.rules import RuleSet
-from seabattle.protocol.verdict import Defender
 
 __all__ = ["local_record", "time_verify", "time_verify_fresh"]
 
@@ -34,33 +31,35 @@ _log = logging.getLogger("seabattle.bench")
 
 
 def local_record(rules: RuleSet, seed: int) -> dict[str, Any]:
-    """A signed record of one honest game played in-process (for when no match finished)."""
+    """A signed record of one honest match played in-process (for when no match finished): the
+    pure referee in custody mode, fed random fleets and random shots, answers and reveals."""
     rng = random.Random(seed)
     keys = [Ed25519PrivateKey.generate() for _ in range(3)]
-    match = Match(rules, rng.randbytes(16))
-    while not match.over:
-        g = match.new_game(rng.randrange(2) if match.needs_lot() else None)
-        ds = []
+    mid = rng.randbytes(16)
+    players = (_hex(keys[0]), _hex(keys[1]))
+    ref = Referee(match_id=mid, rules=rules, mode="custody", players=players, lot=rng.randbytes(32))
+    ref.start(0.0)
+    seq = 0
+    while not ref.over:
+        g = ref.game
+        assert g is not None
         for seat in (0, 1):
-            c = Committed(
-                rules, random_fleet(rules, rng), rng.randbytes(32), match.match_id, g.number, seat
-            )
-            ds.append(Defender(c))
-            g.commit(seat, c.commitment)
-        while g.phase is Phase.FIRING:
+            fleet = tuple(random_fleet(rules, rng).to_list())
+            ref.receive(seat, m.Place(mid, g.number, fleet, rng.randbytes(32)), 0.0)
+        while g.turn is not None:
             s = g.turn
-            assert s is not None
             b = g.boards[1 - s]
-            open_ = [i for i in range(rules.cells) if i not in b.fired and i not in b.crossed]
-            cells = [Cell(i // rules.cols, i % rules.cols) for i in rng.sample(open_, 1)]
-            called = g.fire(s, cells, g.caller(s))[0]
-            assert isinstance(called, ShotCalled)
-            g.answer(1 - s, ds[1 - s].answer(called.shot))
-        for seat in (0, 1):
-            g.reveal(seat, ds[seat].committed.reveal())
-        match.game_over()
-    record = build_record(match, [k.public_key() for k in keys[:2]], keys[2].public_key())
+            free = [x for x in range(rules.cells) if x not in b.fired and x not in b.crossed]
+            i = rng.choice(free)
+            seq += 1
+            label = Cell(i // rules.cols, i % rules.cols).label()
+            ref.receive(s, m.Fire(mid, g.number, (label,), g.caller(s), seq), 0.0)
+    record = build_record(ref.match, [k.public_key() for k in keys[:2]], keys[2].public_key())
     return seal(record, [("referee", keys[2])])
+
+
+def _hex(key: Ed25519PrivateKey) -> str:
+    return key.public_key().public_bytes_raw().hex()
 
 
 def time_verify(records: list[dict[str, Any]]) -> dict[str, Any]:
