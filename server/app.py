@@ -32,7 +32,7 @@ import trio
 from seabattle.common.keys import load_or_create_key
 
 from .config import Limits
-from .journal import Journal
+from .journal import DirectWriter, Journal
 from .lobby import Lobby
 from .logs import configure_logging
 from .metrics import Metrics, serve_metrics
@@ -89,8 +89,12 @@ async def serve(
         trio.open_nursery() as matches,
     ):
         timers = Heartbeat()
-        journal = Journal(store, window=limits.journal_window) if limits.journal else None
-        if journal is not None:
+        journal = None
+        if limits.journal:
+            path = os.fspath(db_path)
+            # A SQLite file takes the journal's rows from the event loop (journal.DirectWriter).
+            direct = None if path == ":memory:" or "://" in path else DirectWriter(path)
+            journal = Journal(store, window=limits.journal_window, direct=direct)
             await outer.start(journal.run)
         lobby = Lobby(store, key, matches, limits, stats, timers=timers, journal=journal)
         await lobby.recover()
