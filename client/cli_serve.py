@@ -62,6 +62,12 @@ __all__ = ["demo", "serve"]
     show_default=True,
     help="Address the metrics endpoint binds.",
 )
+@click.option(
+    "--node",
+    default="main",
+    show_default=True,
+    help="This server's name among nodes sharing one database (each takes up its own matches).",
+)
 def serve(
     host: str,
     port: int,
@@ -74,6 +80,7 @@ def serve(
     log_format: str,
     metrics_port: int | None,
     metrics_host: str,
+    node: str,
 ) -> None:
     """Run a referee server."""
     try:
@@ -92,6 +99,7 @@ def serve(
         log_format=log_format,
         metrics_port=metrics_port,
         metrics_host=metrics_host,
+        node=node,
     )
 
 

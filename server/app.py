@@ -68,6 +68,7 @@ async def serve(
     shutdown: trio.Event | None = None,
     metrics: tuple[str, int] | None = None,
     stats: Metrics | None = None,
+    node: str = "main",
 ) -> None:
     """Run the seabattle server on ``host:port`` until ``shutdown`` is set or it is cancelled.
 
@@ -77,6 +78,8 @@ async def serve(
     keys the store already knows.
     ``metrics`` is where to answer ``GET /metrics`` (port 0: any; the bound address is in
     ``stats.address`` before the server reports its own); ``stats`` the counters to keep.
+    ``node`` names this server among those sharing one database: on start it takes up the
+    running matches it refereed (and those no node claimed), never another node's.
     """
     limits = limits or Limits()
     stats = stats if stats is not None else Metrics()
@@ -96,7 +99,9 @@ async def serve(
             direct = None if path == ":memory:" or "://" in path else DirectWriter(path)
             journal = Journal(store, window=limits.journal_window, direct=direct)
             await outer.start(journal.run)
-        lobby = Lobby(store, key, matches, limits, stats, timers=timers, journal=journal)
+        lobby = Lobby(
+            store, key, matches, limits, stats, timers=timers, journal=journal, node=node
+        )
         await lobby.recover()
         ident = Identity(
             key, public, store, lobby, limits, guests, {}, {}, stats, timers, nursery=outer
@@ -233,6 +238,7 @@ def main(
     log_format: str = "text",
     metrics_port: int | None = None,
     metrics_host: str = "127.0.0.1",
+    node: str = "main",
 ) -> None:
     """Run the server until SIGINT/SIGTERM (``seabattle serve``); prints where it listens.
 
@@ -281,6 +287,7 @@ def main(
                         shutdown=shutdown,
                         metrics=metrics,
                         stats=stats,
+                        node=node,
                         task_status=task_status,
                     )
                     nursery.cancel_scope.cancel()  # the server is done: stop watching

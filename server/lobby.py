@@ -59,8 +59,11 @@ class Lobby(LobbyState):
         *,
         timers: Timers | None = None,
         journal: Journal | None = None,
+        node: str = "main",
     ) -> None:
-        super().__init__(store, key, nursery, limits, metrics, timers=timers, journal=journal)
+        super().__init__(
+            store, key, nursery, limits, metrics, timers=timers, journal=journal, node=node
+        )
         # One rule check at a time in a thread: a flood of crafted fleets costs one core at most.
         self._rules_limiter = trio.CapacityLimiter(1)
         self._rule_buckets: dict[Peer, TokenBucket] = {}
@@ -237,7 +240,7 @@ class Lobby(LobbyState):
         if om.host.player == peer.player:
             raise Refused(ErrorCode.NOT_ALLOWED, "you cannot play yourself")
         self._take_open(mid)
-        await self.store.start_match(mid.hex(), peer.player)
+        await self.store.start_match(mid.hex(), peer.player, node=self.node)
         peer.send(m.Ok(msg.id, {"match": mid}))
         self._start(mid, om.rules, om.mode, om.public, [om.host, peer])
         return None  # answered above: the ok goes out before the match's start
@@ -270,6 +273,7 @@ class Lobby(LobbyState):
             peer.player,
             _now(),
             status="playing",
+            node=self.node,
         )
         waiting.peer.send(m.Ok(waiting.id, {"match": mid}))
         peer.send(m.Ok(msg.id, {"match": mid}))
@@ -343,6 +347,7 @@ class Lobby(LobbyState):
             p1.peer.player,
             _now(),
             status="playing",
+            node=self.node,
         )
         for w in (p0, p1):
             w.peer.send(m.Ok(w.id, {"match": mid}))

@@ -68,8 +68,11 @@ class LobbyState:
         *,
         timers: Timers | None = None,
         journal: Journal | None = None,
+        node: str = "main",
     ) -> None:
         self.store = store
+        #: this server's name among the nodes that share its store: it takes up its own matches
+        self.node = node
         #: where running matches store their moves (``None``: they live in memory only)
         self.journal = journal
         self.clock = Clock() if journal is not None else None
@@ -212,7 +215,7 @@ class LobbyState:
         how many matches go on.
         """
         taken = 0
-        for row in await self.store.running_matches():
+        for row in await self.store.running_matches(self.node):
             log = ContextLog(_log, {"match": row.id})
             try:
                 if self.journal is None:

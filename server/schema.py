@@ -308,6 +308,15 @@ MIGRATIONS: Sequence[tuple[int, Sequence[MigrationStep]]] = (
             )""",
         ),
     ),
+    (
+        4,
+        (
+            # The server node that referees a match: a restart takes up its own matches only, so
+            # that nodes sharing one database never referee one match twice.
+            "ALTER TABLE matches ADD COLUMN node TEXT",
+            "CREATE INDEX matches_by_node ON matches (status, node)",
+        ),
+    ),
 )
 """Schema migrations as (version, DDL templates), applied in order; append, never edit."""
 

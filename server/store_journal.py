@@ -46,13 +46,18 @@ class JournalStore(StoreBase):
 
         return await self._run(run)
 
-    async def running_matches(self) -> list[MatchRow]:
-        """Every match still ``playing``: what a restart must take up again, oldest first."""
+    async def running_matches(self, node: str | None = None) -> list[MatchRow]:
+        """Every match still ``playing`` (refereed by ``node``, or by no node in particular, if
+        ``node`` is given): what a restart must take up again, oldest first."""
 
         def run() -> list[MatchRow]:
+            params: tuple[str, ...]
+            if node is None:
+                where, params = "status = ?", ("playing",)
+            else:
+                where, params = "status = ? AND (node = ? OR node IS NULL)", ("playing", node)
             rows = self._all(
-                f"SELECT {_MATCH_COLS} FROM matches WHERE status = ? ORDER BY created, id",
-                ("playing",),
+                f"SELECT {_MATCH_COLS} FROM matches WHERE {where} ORDER BY created, id", params
             )
             return [_match(r) for r in rows]
 

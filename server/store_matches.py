@@ -25,8 +25,11 @@ class MatchStore(StoreBase):
         now: int,
         *,
         status: MatchStatus = "open",
+        node: str | None = None,
     ) -> MatchRow:
-        """Store a new match; its seats must be known players. Raises `Conflict` on a reused id."""
+        """Store a new match; its seats must be known players. Raises `Conflict` on a reused id.
+
+        ``node``: the server node that referees it (:meth:`running_matches`)."""
         _check_match_id(match_id)
         if status not in ("open", "playing"):
             raise ValueError(f"a new match is open or playing, not {status!r}")
@@ -38,9 +41,9 @@ class MatchStore(StoreBase):
                 self._require_players(cur, [p for p in (seat0, seat1) if p is not None])
                 inserted = self._exec(
                     cur,
-                    "INSERT INTO matches (id, rules, mode, seat0, seat1, status, created)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
-                    (match_id, bytes(rules), mode, seat0, seat1, status, now),
+                    "INSERT INTO matches (id, rules, mode, seat0, seat1, status, created, node)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+                    (match_id, bytes(rules), mode, seat0, seat1, status, now, node),
                 ).rowcount
                 if not inserted:
                     raise Conflict(f"match {match_id} already exists")
@@ -59,8 +62,11 @@ class MatchStore(StoreBase):
             ):
                 raise NotFound(f"no player {player_id!r}")
 
-    async def start_match(self, match_id: str, seat1: str | None = None) -> MatchRow:
-        """Move an open match to playing, filling the second seat if ``seat1`` is given."""
+    async def start_match(
+        self, match_id: str, seat1: str | None = None, *, node: str | None = None
+    ) -> MatchRow:
+        """Move an open match to playing, filling the second seat if ``seat1`` is given;
+        ``node`` referees it."""
 
         def run() -> MatchRow:
             with self._transaction() as cur:
@@ -78,8 +84,8 @@ class MatchStore(StoreBase):
                     raise Conflict(f"match {match_id} cannot start with an empty seat")
                 self._exec(
                     cur,
-                    "UPDATE matches SET status = 'playing', seat1 = ? WHERE id = ?",
-                    (new_seat1, match_id),
+                    "UPDATE matches SET status = 'playing', seat1 = ?, node = ? WHERE id = ?",
+                    (new_seat1, node, match_id),
                 )
                 row = self._exec(
                     cur, f"SELECT {_MATCH_COLS} FROM matches WHERE id = ?", (match_id,)

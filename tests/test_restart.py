@@ -116,3 +116,28 @@ async def test_a_journal_that_cannot_be_replayed_aborts_its_match_with_the_reaso
     bots[3].c = await connect(addr2, nursery, key=d.key)
     await play_both(bots[2], bots[3])  # the other match goes on
     assert verify_record(await _record(addr2, nursery, good)).ok
+
+
+async def test_a_node_takes_up_its_own_matches_only(
+    tmp_path: Path, nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # Nodes that share one database never referee one match twice: each restart takes up the
+    # matches that node refereed.
+    async with trio.open_nursery() as first:
+        addr, shutdown = await start_server(first, tmp_path, node="a")
+        a, b, mid = await pair(addr, nursery, SMALL, "custody")
+        await _play_some(Bot(a, "custody", 1), Bot(b, "custody", 2), 2)
+        shutdown.set()
+        await a.expect(m.Bye, skip=(m.Clock, m.ShotCalled, m.VerdictMsg))
+    async with trio.open_nursery() as other:
+        addr_b, stop_b = await start_server(other, tmp_path, node="b")
+        c = await connect(addr_b, nursery, key=a.key)
+        ok = await c.request(m.Watch(1, mid))
+        assert isinstance(ok, m.Error)  # node b does not run it
+        stop_b.set()
+    async with Store.open(tmp_path / "db.sqlite") as store:
+        assert [r.id for r in await store.running_matches("a")] == [mid.hex()]
+        assert await store.running_matches("b") == []
+    addr_a, _ = await start_server(nursery, tmp_path, node="a")
+    back = await connect(addr_a, nursery, key=a.key)
+    assert (await back.expect(m.Start, skip=(m.Clock, m.Snapshot))).match == mid
