@@ -372,6 +372,9 @@ class MatchHandle:
         if g is not None:
             try:
                 coms = [Commitment.from_dict(c) for c in msg.commitments]
+                for c in coms:
+                    # Before any hashing: a relayed commitment of the wrong shape is a lie too.
+                    c.check_shape(g.rules)
             except ProtocolError as e:
                 self._emit(LieDetected(self.game_no, None, f"bad commitment relayed: {e}"))
                 self.mirror = None

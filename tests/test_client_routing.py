@@ -16,6 +16,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.client.api import (
     Client,
     Info,
+    LieDetected,
     MatchEnded,
     MatchEvent,
     MatchHandle,
@@ -209,3 +210,18 @@ async def test_a_request_dropped_for_rate_is_asked_again_and_a_large_answer_arri
             n.start_soon(serve)
             async with connect("memory", 0, stream=client_end) as client:
                 assert await client.list() == big
+
+
+async def test_a_relayed_commitment_of_the_wrong_shape_is_a_lie_not_a_crash() -> None:
+    # A hostile server relays a commitment whose leaves are not bytes: the client must say the
+    # relay lied (before hashing anything), and play on.
+    async def script(server: Wire, h1: MatchHandle, h2: MatchHandle) -> None:
+        await h1.place()
+        await server.expect(m.Place)
+        bad = {"cells": [1] * 64, "ships": [2] * 5}
+        await server.send(m.Firing(M1, 1, 0, (bad, bad)))
+
+    e1, _ = await run(script)
+    lies = [ev for ev in e1 if isinstance(ev, LieDetected)]
+    assert lies and lies[0].seat is None and "bad commitment" in lies[0].detail
+    assert isinstance(e1[-1], MatchEnded)
