@@ -52,7 +52,7 @@ import hashlib
 import hmac
 import math
 from collections.abc import Iterable
-from typing import Any, NamedTuple, assert_never
+from typing import Any, NamedTuple, assert_never, cast
 
 from . import messages as m
 from .commit import Commitment, Committed, Reveal
@@ -295,7 +295,7 @@ class Referee:
         seq: int | None = None
         kind = type(msg)  # the moves of every shot first: exact types, no union to build
         if kind is m.Fire:
-            assert isinstance(msg, m.Fire)
+            msg = cast(m.Fire, msg)
             seq = msg.seq
             if seq in self._shot_seqs[seat]:
                 return []  # a resend after a drop: it applied once already
@@ -306,7 +306,7 @@ class Referee:
                 cells = tuple([_cell(c, r.rows, r.cols) for c in labels])
             inp = Fire(seat, msg.member, cells)
         elif kind is m.Answer:
-            assert isinstance(msg, m.Answer)
+            msg = cast(m.Answer, msg)
             if self.mode != "blind":
                 raise Refused(ErrorCode.UNEXPECTED_MESSAGE, "custody mode: the referee answers")
             # The transcript logs the map as received (it is what from_dict accepted, exactly).
@@ -434,14 +434,13 @@ class Referee:
             raise Refused(ErrorCode.UNEXPECTED_MESSAGE, why)
 
     def _begin(self) -> None:
+        # A new list each call: the caller keeps the one it was given.
         self._out = []
         self.urgent = None
-        self.accepted = []
+        self.accepted.clear()
 
     def _done(self, now: float) -> list[Send]:
-        out = self._out
-        self._out = []
-        return out
+        return self._out
 
     def _put(self, to: int, msg: m.Message) -> None:
         self._out.append(Send(to, msg))
