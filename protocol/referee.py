@@ -52,9 +52,10 @@ import hashlib
 import hmac
 import math
 from collections.abc import Iterable
-from typing import Any, NamedTuple, assert_never, cast
+from typing import Any, NamedTuple, cast
 
 from . import messages as m
+from .announce import announce
 from .commit import Commitment, Committed, Reveal
 from .errors import ErrorCode, ProtocolError, Refused, RemoteProtocolError
 from .fleet import Fleet
@@ -66,7 +67,6 @@ from .inputs import (
     Commit,
     Expire,
     Fire,
-    FiringBegan,
     GameEvent,
     GameInput,
     GameOver,
@@ -74,15 +74,9 @@ from .inputs import (
     Radar,
     Resign,
     RevealDue,
-    Revealed,
     RevealFleet,
     SetFirst,
     ShotCalled,
-    ShotLost,
-    VerdictGiven,
-)
-from .inputs import (
-    Committed as CommittedEvent,
 )
 from .match import Match
 from .rules import RuleSet
@@ -498,33 +492,9 @@ class Referee:
 
     def _announce(self, g: Game, ev: GameEvent) -> None:
         """Tell the players and the spectators about ``ev`` (every game event is public)."""
-        mid, n = self.match_id, g.number
-        msg: m.Message
-        match ev:
-            case ShotCalled(shot=sh):
-                self.urgent = 1 - sh.seat  # the defender owes the verdict
-                msg = m.ShotCalled(mid, n, sh.n, sh.seat, _labels(sh.cells), sh.radar)
-            case VerdictGiven(shot=sh, verdict=v, next=nxt):
-                self.urgent = sh.seat  # the verdict answers its shooter
-                labels = _labels(sh.cells)
-                msg = m.VerdictMsg(mid, n, sh.n, sh.seat, labels, sh.radar, v.to_dict(), nxt)
-            case CommittedEvent(seat=seat, root=root):
-                msg = m.Committed(mid, n, seat, root)
-            case FiringBegan(first=first):
-                # Both commitments go to both sides, so each client checks the openings it is shown.
-                coms = tuple(c.to_dict() for c in g.commitments if c is not None)
-                msg = m.Firing(mid, n, first, coms)
-            case ShotLost(seat=seat, why=why, next=nxt):
-                msg = m.ShotLost(mid, n, seat, why, nxt)
-            case RevealDue(provisional=o):
-                assert o.winner is not None
-                msg = m.RevealNow(mid, n, o.winner)
-            case Revealed(seat=seat, reveal=rv, fault=fault):
-                msg = m.Revealed(mid, n, seat, rv.to_dict(), fault)
-            case GameOver(outcome=o):
-                msg = m.GameOver(mid, n, o.to_dict())
-            case _:
-                assert_never(ev)
+        msg, waits = announce(g, self.match_id, ev)
+        if waits is not None:
+            self.urgent = waits
         self._put(ALL, msg)
 
     def _game_over(self, now: float) -> None:
@@ -587,12 +557,5 @@ class Referee:
         self._put(ALL, m.Clock(self.match_id, g.number, kind.value, seconds, seat))
 
 
-def _labels(cells: tuple[Cell, ...]) -> tuple[str, ...]:
-    if len(cells) == 1:
-        return (_label(cells[0]),)
-    return tuple(map(_label, cells))
-
-
-# A grid has few cells, and every shot names its own.
-_label = functools.lru_cache(maxsize=4096)(Cell.label)
+# Parsing a label is most of the cost of a called shot; a grid has few labels.
 _cell = functools.lru_cache(maxsize=4096)(parse_cell)
