@@ -165,7 +165,7 @@ class Referee:
 
     @property
     def done(self) -> trio.Event:
-        """Set when the match is over and its record stored (``head`` and ``signed`` filled in)."""
+        """Set when the match is over and its record stored (``head`` and ``recorded`` set)."""
         if self._done is None:
             self._done = trio.Event()
             if self._ended:
