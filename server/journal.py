@@ -47,8 +47,8 @@ __all__ = [
     "Clock",
     "DirectWriter",
     "Journal",
-    "JournalStore",
     "ReplayError",
+    "RowStore",
     "entry",
     "replay",
     "started",
@@ -60,8 +60,8 @@ Row = tuple[str, int, bytes]
 """(match id as hex, entry number from 0, packed entry)."""
 
 
-class JournalStore(Protocol):
-    """What the journal needs of the store."""
+class RowStore(Protocol):
+    """What the journal needs of the store (``store_journal.JournalStore`` is the real one)."""
 
     async def append_journal(self, rows: list[Row]) -> None:
         """Store ``rows`` in one transaction."""
@@ -190,7 +190,7 @@ class Journal:
     """The server's group-commit writer; see the module docstring."""
 
     def __init__(
-        self, store: JournalStore, *, window: float = 0.0, direct: DirectWriter | None = None
+        self, store: RowStore, *, window: float = 0.0, direct: DirectWriter | None = None
     ) -> None:
         """A journal writing to ``store``; ``direct``: the fast way for a SQLite store (closed
         when :meth:`run` ends)."""

@@ -141,7 +141,7 @@ class Referee:
             lot=lot if lot is not None else secrets.token_bytes(32),
         )
         self._journal = journal
-        self._clock = clock if clock is not None or journal is None else Clock()
+        self._clock = clock if clock is not None else (Clock() if journal is not None else None)
         self._jn = 0  #: the number of the next journal entry
         self._failed = False  #: an input could not be journaled: the match cannot go on
         # A server holds thousands of referees, most never watched nor co-signed: the set of
