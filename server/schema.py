@@ -102,6 +102,9 @@ class Dialect:
     begin_write: str
     lock_rows: str
     migrate_lock: str
+    #: appended to a SELECT that claims rows other nodes may be claiming at the same moment
+    #: (the shared quick-match queue): each takes rows nobody holds, none waits
+    claim_rows: str
 
     def sql(self, query: str) -> str:
         """Return ``query`` (written with ``?`` placeholders) in this dialect's paramstyle."""
@@ -127,6 +130,8 @@ SQLITE = Dialect(
     lock_rows="",
     # BEGIN IMMEDIATE already excludes other writers; each migration has its own transaction.
     migrate_lock="",
+    # BEGIN IMMEDIATE: one writer at a time, so a row read is a row claimed.
+    claim_rows="",
 )
 """The embedded default backend."""
 
@@ -144,6 +149,7 @@ POSTGRES = Dialect(
     # All pending migrations run in one transaction that first takes this lock, so two nodes
     # starting at once migrate one after the other (the second finds nothing left to do).
     migrate_lock="SELECT pg_advisory_xact_lock(25414227742)",
+    claim_rows=" FOR UPDATE SKIP LOCKED",
 )
 """The shared backend for several server nodes (psycopg 3, a connection pool)."""
 
@@ -315,6 +321,50 @@ MIGRATIONS: Sequence[tuple[int, Sequence[MigrationStep]]] = (
             # that nodes sharing one database never referee one match twice.
             "ALTER TABLE matches ADD COLUMN node TEXT",
             "CREATE INDEX matches_by_node ON matches (status, node)",
+        ),
+    ),
+    (
+        5,
+        (
+            # The nodes that share this store (server/cluster.py): where players are sent to
+            # reach one, the key all of them sign with, and the lease (wall-clock milliseconds)
+            # that another node may take its matches over after.
+            """CREATE TABLE nodes (
+                name TEXT PRIMARY KEY,
+                addr TEXT NOT NULL,
+                key {blob} NOT NULL,
+                lease_until BIGINT NOT NULL,
+                started BIGINT NOT NULL
+            )""",
+            # Quick-match requests waiting on one node, that a player of another may be paired
+            # with (its rule set's digest and the mode are the key).
+            """CREATE TABLE quick_queue (
+                id {serial_pk},
+                node TEXT NOT NULL,
+                player TEXT NOT NULL REFERENCES players (id),
+                digest {blob} NOT NULL,
+                mode TEXT NOT NULL,
+                created BIGINT NOT NULL
+            )""",
+            "CREATE INDEX quick_queue_by_rules ON quick_queue (digest, mode, id)",
+            # A player waiting on ``node`` was paired (its quick entry, or its open match) into a
+            # match another node referees: ``node`` sends it there.
+            """CREATE TABLE handoffs (
+                id {serial_pk},
+                node TEXT NOT NULL,
+                player TEXT NOT NULL,
+                match_id TEXT NOT NULL REFERENCES matches (id),
+                entry BIGINT,
+                created BIGINT NOT NULL
+            )""",
+            "CREATE INDEX handoffs_by_node ON handoffs (node, id)",
+            # Open matches are joined from any node: the invitation and the listing live here.
+            "ALTER TABLE matches ADD COLUMN invite TEXT",
+            "ALTER TABLE matches ADD COLUMN public INTEGER",
+            # Whether the host follows redirects (capability ``redirect``): only then may a
+            # player of another node join, since the match then runs there.
+            "ALTER TABLE matches ADD COLUMN movable INTEGER",
+            "CREATE UNIQUE INDEX matches_by_invite ON matches (invite)",
         ),
     ),
 )
