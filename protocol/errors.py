@@ -66,6 +66,7 @@ class ErrorCode(IntEnum):
     BAD_RULES = 3003
     BAD_INVITE = 3004
     NO_SUCH_RECORD = 3005
+    BAD_TICKET = 3006
 
     # 4xxx game: refusals that keep the shot unless the rules say otherwise
     NOT_YOUR_TURN = 4001
@@ -157,6 +158,8 @@ MEANINGS: dict[ErrorCode, str] = {
     ErrorCode.BAD_RULES: "The rule set is malformed or cannot work (the detail says why).",
     ErrorCode.BAD_INVITE: "The invitation code is unknown, used or expired.",
     ErrorCode.NO_SUCH_RECORD: "No signed record exists for that match (yet).",
+    ErrorCode.BAD_TICKET: "A redirect ticket that is forged, expired, another player's, or for "
+    "another node.",
     ErrorCode.NOT_YOUR_TURN: "The other seat is to move.",
     ErrorCode.OFF_BOARD: "A called cell or the radar area is not on the grid, or is not a cell.",
     ErrorCode.ALREADY_FIRED: "A called cell was fired at already (the shot is kept).",

@@ -491,6 +491,27 @@ class Ladder(Message):
     id: int
 
 
+@message("redirect", Dir.S2C)
+@dataclass(frozen=True, slots=True)
+class Redirect(Message):
+    """Your match `match` runs on another node: take the signed `ticket` there (capability
+    `redirect`)."""
+
+    match: bytes
+    ticket: bytes
+    sig: bytes
+
+
+@message("redeem", Dir.C2S)
+@dataclass(frozen=True, slots=True)
+class Redeem(Message):
+    """Present a redirect's `ticket` and `sig` to the node it sends you to."""
+
+    id: int
+    ticket: bytes
+    sig: bytes
+
+
 # ================================================================================================
 # Match and game
 # ================================================================================================

@@ -36,6 +36,7 @@ __all__ = [
     "MAX_C2S_FRAME",
     "MAX_S2C_FRAME",
     "PEER_MESSAGES",
+    "REDIRECT",
     "SUPPORTED_VERSIONS",
     "Connection",
     "Role",
@@ -109,6 +110,8 @@ _PEER_INBOUND = {
     for role, tags in _INBOUND.items()
 }
 _PEER = "peer"  # the capability (spec 4.2)
+REDIRECT = "redirect"
+"""The capability of a client that follows ``redirect`` to another node of a cluster (4.10)."""
 
 
 def auth_payload(challenge: bytes, server_key: bytes, client_key: bytes) -> bytes:

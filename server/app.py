@@ -31,13 +31,14 @@ from typing import Any
 import trio
 from seabattle.common.keys import load_or_create_key
 
+from .cluster import Cluster, ClusterConfig
 from .config import Limits
-from .journal import DirectWriter, Journal
+from .journal import Clock, DirectWriter, Journal
 from .lobby import Lobby
 from .logs import configure_logging
 from .metrics import Metrics, serve_metrics
 from .session import Client, Heartbeat, Identity
-from .store import Store, StoreError
+from .store import Store, StoreError, _is_postgres
 
 __all__ = ["main", "serve"]
 
@@ -69,6 +70,9 @@ async def serve(
     metrics: tuple[str, int] | None = None,
     stats: Metrics | None = None,
     node: str = "main",
+    cluster: bool | None = None,
+    advertise: str | None = None,
+    cluster_config: ClusterConfig | None = None,
 ) -> None:
     """Run the seabattle server on ``host:port`` until ``shutdown`` is set or it is cancelled.
 
@@ -80,6 +84,10 @@ async def serve(
     ``stats.address`` before the server reports its own); ``stats`` the counters to keep.
     ``node`` names this server among those sharing one database: on start it takes up the
     running matches it refereed (and those no node claimed), never another node's.
+    ``cluster``: join the other nodes on the store (:mod:`.cluster`: pairing across nodes,
+    redirects, failover); ``None`` joins on PostgreSQL only. ``advertise`` is the ``host:port``
+    other nodes send players to (default: the bound address); ``cluster_config`` overrides the
+    cluster's timings (tests).
     """
     limits = limits or Limits()
     stats = stats if stats is not None else Metrics()
@@ -102,17 +110,33 @@ async def serve(
         lobby = Lobby(
             store, key, matches, limits, stats, timers=timers, journal=journal, node=node
         )
-        await lobby.recover()
-        ident = Identity(
-            key, public, store, lobby, limits, guests, {}, {}, stats, timers, nursery=outer
-        )
-        stats.gauges = lambda: lobby.gauges(len(clients))
-        outer.start_soon(ident.heartbeat.run)
+        # Bound before the node registers (the address is in its tickets), accepting only once
+        # its matches are taken up: the kernel holds early connections in the backlog meanwhile.
         listeners: list[trio.abc.Listener[Any]] = list(
             await trio.open_tcp_listeners(port, host=host)
         )
         if tls is not None:
             listeners = [trio.SSLListener(ln, tls, https_compatible=False) for ln in listeners]
+        sock = _first_socket(listeners)
+        addr = sock.getsockname()[:2]
+        if cluster if cluster is not None else _is_postgres(os.fspath(db_path)):
+            config = cluster_config or ClusterConfig(node, advertise or _addr(addr))
+            if config.node != node or (advertise and config.addr != advertise):
+                raise ValueError("cluster_config names another node or address")
+            clock = lobby.clock or Clock()
+            lobby.cluster = Cluster(store, key, config, lambda: clock.wall(trio.current_time()))
+            await lobby.cluster.register()
+        await lobby.recover()
+        if lobby.cluster is not None:
+            await outer.start(lobby.cluster.run, lobby)
+            outer.start_soon(_stop_when_lost, lobby.cluster, shutdown_event := trio.Event())
+        else:
+            shutdown_event = trio.Event()
+        ident = Identity(
+            key, public, store, lobby, limits, guests, {}, {}, stats, timers, nursery=outer
+        )
+        stats.gauges = lambda: lobby.gauges(len(clients))
+        outer.start_soon(ident.heartbeat.run)
 
         async def handle(stream: trio.abc.Stream) -> None:
             """Serve one accepted connection."""
@@ -140,8 +164,6 @@ async def serve(
                 await trio.serve_listeners(handle, listeners, handler_nursery=outer)
 
         matches.start_soon(accept)
-        sock = _first_socket(listeners)
-        addr = sock.getsockname()[:2]
         if metrics is not None:
             # In the outer nursery: scrapes go on answering while matches drain on shutdown.
             mhost, mport = await outer.start(serve_metrics, stats, metrics[0], metrics[1])
@@ -150,12 +172,33 @@ async def serve(
         task_status.started((addr[0], addr[1]))
         thresholds = _tune_gc()
         try:
-            await (shutdown if shutdown is not None else trio.Event()).wait()
+            async with trio.open_nursery() as waiting:
+                # Whichever comes first: the caller's shutdown, or this node's lease lost.
+                for event in (shutdown if shutdown is not None else trio.Event(), shutdown_event):
+                    waiting.start_soon(_cancel_when, event, waiting.cancel_scope)
             await _graceful(lobby, clients, limits, accept_scope)
+            if lobby.cluster is not None and not lobby.cluster.lost.is_set():
+                await lobby.cluster.release()
         finally:
             matches.cancel_scope.cancel()
             outer.cancel_scope.cancel()
             _restore_gc(thresholds)
+
+
+async def _cancel_when(event: trio.Event, scope: trio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
+
+
+async def _stop_when_lost(cluster: Cluster, stop: trio.Event) -> None:
+    """Another node took this node's matches over (its lease lapsed): it must stop refereeing."""
+    await cluster.lost.wait()
+    stop.set()
+
+
+def _addr(addr: tuple[str, int]) -> str:
+    host = addr[0]
+    return f"[{host}]:{addr[1]}" if ":" in host else f"{host}:{addr[1]}"
 
 
 #: Cyclic-GC thresholds while serving: gen-0 every 100,000 net allocations (default 700), a

@@ -54,6 +54,8 @@ class Peer(Protocol):
 
     player: str
     name: str
+    #: the session agreed the capability ``redirect``: it may be sent to another node
+    follows: bool
 
     def send(self, msg: m.Message) -> None:
         """Queue ``msg``; never blocks (a peer that cannot keep up is dropped instead)."""

@@ -23,12 +23,14 @@ import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import msgpack
 import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.protocol import messages as m
 from seabattle.protocol.canonical import canonical_pack
 from seabattle.protocol.errors import ErrorCode, Refused, RemoteProtocolError
 from seabattle.protocol.rules import RuleSet, rules_from_dict
+from seabattle.protocol.ticket import open_ticket
 
 from .config import ContextLog, Limits, Peer, Timers, TokenBucket, peer_context
 from .journal import Journal
@@ -36,8 +38,9 @@ from .lobby_rules import _SHAPE_KEYS, parse_rules_within
 from .lobby_state import LobbyState, OpenMatch, _add, _discard, _now, _values, _Waiting
 from .metrics import Metrics
 from .records import add_cosign, add_cosign_stored
-from .referee import GAME_MESSAGES, MODES, Referee
-from .store import Store
+from .referee import GAME_MESSAGES, MODES, Referee, Seat
+from .store import Conflict, Store
+from .store_cluster import Handoff
 
 __all__ = ["Lobby", "OpenMatch", "parse_rules_within"]
 
@@ -80,6 +83,7 @@ class Lobby(LobbyState):
             m.Rematch: self._rematch,
             m.GetRecord: self._get_record,
             m.Ladder: self._ladder,
+            m.Redeem: self._redeem,
         }
 
     # -- entry points for connections -----------------------------------------------------------
@@ -134,6 +138,63 @@ class Lobby(LobbyState):
                 _add(self._present, peer, ref)
                 if old is not None and not self._is_present(ref, old):
                     _discard(self._present, old, ref)
+        if self.cluster is not None:
+            _add(self._online, peer.player, peer)
+            self.nursery.start_soon(self._look_elsewhere, peer)
+
+    async def _look_elsewhere(self, peer: Peer) -> None:
+        """Send ``peer`` to its matches that other nodes referee; take over those whose node's
+        lease ended (they then seat it here)."""
+        cluster = self.cluster
+        assert cluster is not None
+        try:
+            rows = await self.store.elsewhere(peer.player, self.node, int(cluster.wall() * 1000))
+            for mid, node, addr in rows:
+                if addr is not None and peer.connected:
+                    self._redirect(peer, bytes.fromhex(mid), node, addr)
+            if any(addr is None for _, _, addr in rows):
+                await self.sweep()
+        except Exception:
+            _log.exception("looking for %s's matches on other nodes failed", peer.player[:12])
+
+    def _redirect(self, peer: Peer, mid: bytes, node: str, addr: str) -> None:
+        """Tell ``peer`` its match ``mid`` runs on ``node`` at ``addr``, with a signed ticket."""
+        cluster = self.cluster
+        assert cluster is not None
+        if not peer.follows:
+            _match_log(mid).info(
+                "%s plays on node %s but does not follow redirects", peer.player[:12], node
+            )
+            return
+        body, sig = cluster.ticket(peer.player, mid, node, addr)
+        peer.send(m.Redirect(mid, body, sig))
+
+    def handed_off(self, handoffs: list[Handoff]) -> None:
+        """Players waiting here were paired into matches other nodes referee: send them there."""
+        for h in handoffs:
+            mid = bytes.fromhex(h.match_id)
+            if h.entry is not None:
+                w = self._entries.pop(h.entry, None)
+                if w is None:
+                    continue  # it left meanwhile: it finds its match when it comes back
+                self._unqueue(w)
+                if w.peer.connected:
+                    w.peer.send(m.Ok(w.id, {"match": mid}))
+                    self._redirect(w.peer, mid, h.node, h.addr)
+            elif mid in self.open:
+                om = self._take_open(mid)
+                if om.host.connected:
+                    self._redirect(om.host, mid, h.node, h.addr)
+
+    def _unqueue(self, w: _Waiting) -> None:
+        """Take ``w`` out of the quick queue (its entry in the shared queue is gone already)."""
+        key = self._queued.get(w.peer)
+        if key is not None and self.quick_queue.get(key) is w:
+            del self.quick_queue[key]
+            del self._queued[w.peer]
+        if w.entry is not None and self.cluster is not None:
+            self._entries.pop(w.entry, None)
+            self.cluster.waits(-1)
 
     def disconnected(self, peer: Peer) -> None:
         """``peer``'s connection ended: free its seats, queue places, offers and open matches."""
@@ -141,6 +202,9 @@ class Lobby(LobbyState):
         key = self._queued.pop(peer, None)
         if key is not None and (w := self.quick_queue.get(key)) is not None and w.peer is peer:
             del self.quick_queue[key]
+            self._drop_entry(w)
+        if self.cluster is not None:
+            _discard(self._online, peer.player, peer)
         for mid in _values(self._offered, peer, pop=True):
             offers = self.rematch_offers.get(mid, {})
             for seat, w in list(offers.items()):
@@ -192,12 +256,24 @@ class Lobby(LobbyState):
         rules = await self._parse(msg.rules, msg.mode)
         mid = self._new_id()
         invite = "".join(secrets.choice(_INVITE_ALPHABET) for _ in range(8))
+        movable = self.cluster is not None and peer.follows
         await self.store.create_match(
-            mid.hex(), canonical_pack(rules.to_dict()), msg.mode, peer.player, None, _now()
+            mid.hex(),
+            canonical_pack(rules.to_dict()),
+            msg.mode,
+            peer.player,
+            None,
+            _now(),
+            node=self.node,
+            public=msg.public,
+            invite=invite,
+            movable=movable,
         )
-        self.open[mid] = OpenMatch(mid, rules, msg.mode, msg.public, peer, invite)
+        self.open[mid] = OpenMatch(mid, rules, msg.mode, msg.public, peer, invite, movable)
         self.invites[invite] = mid
         _add(self._hosted, peer, mid)
+        if movable and self.cluster is not None:
+            self.cluster.waits(+1)
         _match_log(mid).info(
             "created by %s (%s)",
             peer.player[:12],
@@ -207,6 +283,19 @@ class Lobby(LobbyState):
         return {"match": mid, "invite": invite}
 
     async def _list(self, peer: Peer, msg: m.ListMatches) -> dict[str, Any]:
+        if self.cluster is not None:
+            # Every node's open matches: a player here may join one hosted elsewhere.
+            return {
+                "matches": [
+                    {
+                        "match": bytes.fromhex(r.id),
+                        "rules": msgpack.unpackb(r.rules, raw=False),
+                        "mode": r.mode,
+                        "host": r.host,
+                    }
+                    for r in await self.store.open_matches()
+                ]
+            }
         rows = [
             {
                 "match": om.match_id,
@@ -226,7 +315,11 @@ class Lobby(LobbyState):
                 ErrorCode.BAD_MESSAGE, "join names exactly one of a match and an invitation"
             )
         if msg.invite is not None:
-            mid = self.invites.get(msg.invite.strip().upper())
+            code = msg.invite.strip().upper()
+            mid = self.invites.get(code)
+            if mid is None and self.cluster is not None:
+                found = await self.store.invited_match(code)
+                mid = None if found is None else bytes.fromhex(found)
             if mid is None:
                 raise Refused(ErrorCode.BAD_INVITE, "no open match has that invitation")
         else:
@@ -236,14 +329,38 @@ class Lobby(LobbyState):
         if om is None:
             if mid in self.running or mid in self.finished:
                 raise Refused(ErrorCode.MATCH_FULL, "that match has both players")
+            if self.cluster is not None and len(mid) == 16:
+                await self._join_elsewhere(peer, msg.id, mid)
+                return None
             raise Refused(ErrorCode.NO_SUCH_MATCH, "no open match with that id")
         if om.host.player == peer.player:
             raise Refused(ErrorCode.NOT_ALLOWED, "you cannot play yourself")
         self._take_open(mid)
-        await self.store.start_match(mid.hex(), peer.player, node=self.node)
+        try:
+            await self.store.start_match(mid.hex(), peer.player, node=self.node)
+        except Conflict:
+            # Joined from another node at the same moment: the store's word is final.
+            raise Refused(ErrorCode.MATCH_FULL, "that match has both players") from None
         peer.send(m.Ok(msg.id, {"match": mid}))
         self._start(mid, om.rules, om.mode, om.public, [om.host, peer])
         return None  # answered above: the ok goes out before the match's start
+
+    async def _join_elsewhere(self, peer: Peer, rid: int, mid: bytes) -> None:
+        """Join an open match another node hosts: it runs here, and its host comes over."""
+        known = await self.store.match_node(mid.hex())
+        if known is None or known[1] != "open":
+            raise Refused(ErrorCode.NO_SUCH_MATCH, "no open match with that id")
+        try:
+            row, public = await self.store.join_open(mid.hex(), peer.player, self.node, _now())
+        except Conflict as e:
+            raise Refused(ErrorCode.MATCH_FULL, str(e)) from None
+        except ValueError:
+            raise Refused(ErrorCode.NOT_ALLOWED, "you cannot play yourself") from None
+        rules = rules_from_dict(msgpack.unpackb(row.rules, raw=False))
+        host = await self.store.get_player(row.seat0)
+        seat0 = Seat(row.seat0, host.name if host else row.seat0[:12])
+        peer.send(m.Ok(rid, {"match": mid}))
+        self._start(mid, rules, row.mode, public, [seat0, peer])
 
     async def _quick(self, peer: Peer, msg: m.Quick) -> dict[str, Any] | None:
         self._rate(peer)
@@ -254,20 +371,41 @@ class Lobby(LobbyState):
         mine = self._queued.pop(peer, None)
         if mine is not None and (w := self.quick_queue.get(mine)) is not None and w.peer is peer:
             del self.quick_queue[mine]
+            self._drop_entry(w)
             peer.send(m.Error(int(ErrorCode.NOT_ALLOWED), "replaced by a newer quick", w.id))
-        waiting = self.quick_queue.get(key)
-        if waiting is not None:
-            # Matched or replaced below: either way the waiting peer's place is gone.
-            self._queued.pop(waiting.peer, None)
-        if waiting is None or waiting.peer.player == peer.player or not waiting.peer.connected:
-            self.quick_queue[key] = _Waiting(peer, msg.id)
+        rules_blob = canonical_pack(rules.to_dict())
+        waiting = await self._partner(key, peer)
+        if waiting is None and self.cluster is not None:
+            mid = self._new_id()
+            paired = await self.store.queue_pair(
+                self.node, peer.player, key[0], msg.mode, mid.hex(), rules_blob, _now()
+            )
+            if paired is not None:
+                # A player waiting on another node: the match runs here, and it comes over.
+                known = await self.store.get_player(paired.player)
+                seat0 = Seat(paired.player, known.name if known else paired.player[:12])
+                peer.send(m.Ok(msg.id, {"match": mid}))
+                self._start(mid, rules, msg.mode, True, [seat0, peer])
+                return None
+            waiting = await self._partner(key, peer)  # one may have come while we looked
+        if waiting is None:
+            w = _Waiting(peer, msg.id)
+            if self.cluster is not None and peer.follows:
+                w.entry = await self.store.queue_put(
+                    self.node, peer.player, key[0], msg.mode, _now()
+                )
+                self._entries[w.entry] = w
+                self.cluster.waits(+1)
+            if not peer.connected:
+                self._drop_entry(w)
+                return None
+            self.quick_queue[key] = w
             self._queued[peer] = key
             return None
-        del self.quick_queue[key]
         mid = self._new_id()
         await self.store.create_match(
             mid.hex(),
-            canonical_pack(rules.to_dict()),
+            rules_blob,
             msg.mode,
             waiting.peer.player,
             peer.player,
@@ -279,6 +417,40 @@ class Lobby(LobbyState):
         peer.send(m.Ok(msg.id, {"match": mid}))
         self._start(mid, rules, msg.mode, True, [waiting.peer, peer])
         return None
+
+    async def _partner(self, key: tuple[bytes, str], peer: Peer) -> _Waiting | None:
+        """Take the request waiting here for ``key`` that ``peer`` may be paired with, if any.
+
+        In a cluster the waiting request's shared entry is taken out first; if another node
+        took it already, its player is on its way there (a handoff) and is no partner.
+        """
+        while (waiting := self.quick_queue.get(key)) is not None:
+            del self.quick_queue[key]
+            self._queued.pop(waiting.peer, None)
+            if waiting.peer.player == peer.player or not waiting.peer.connected:
+                self._drop_entry(waiting)
+                return None
+            if waiting.entry is None:
+                return waiting
+            assert self.cluster is not None
+            if await self.store.queue_drop(waiting.entry):
+                self._entries.pop(waiting.entry, None)
+                self.cluster.waits(-1)
+                return waiting
+        return None
+
+    def _drop_entry(self, w: _Waiting) -> None:
+        """``w`` waits no more: take its entry out of the shared queue, if it has one."""
+        if w.entry is None or self.cluster is None or self._entries.pop(w.entry, None) is None:
+            return
+        self.cluster.waits(-1)
+        self.nursery.start_soon(self._drop_stored_entry, w.entry)
+
+    async def _drop_stored_entry(self, entry: int) -> None:
+        try:
+            await self.store.queue_drop(entry)
+        except Exception:
+            _log.exception("could not take quick entry %d out of the shared queue", entry)
 
     async def _leave(self, peer: Peer, msg: m.Leave) -> dict[str, Any]:
         om = self.open.get(msg.match)
@@ -353,6 +525,31 @@ class Lobby(LobbyState):
             w.peer.send(m.Ok(w.id, {"match": mid}))
         self._start(mid, ref.rules, ref.mode, ref.public, [p0.peer, p1.peer])
         return None
+
+    async def _redeem(self, peer: Peer, msg: m.Redeem) -> dict[str, Any]:
+        cluster = self.cluster
+        if cluster is None:
+            raise Refused(ErrorCode.BAD_TICKET, "this server is not a node of a cluster")
+        ticket = open_ticket(
+            cluster.key.public_key().public_bytes_raw(), msg.ticket, msg.sig, cluster.wall()
+        )
+        if ticket.player != peer.player:
+            raise Refused(ErrorCode.BAD_TICKET, "the ticket is another player's")
+        if ticket.node != self.node:
+            raise Refused(ErrorCode.BAD_TICKET, f"the ticket is for node {ticket.node!r}")
+        ref = self.running.get(ticket.match)
+        if ref is None:
+            if ticket.match in self.finished:
+                raise Refused(ErrorCode.NO_SUCH_MATCH, "that match is over (get_record)")
+            raise Refused(ErrorCode.NO_SUCH_MATCH, "that match does not run on this node")
+        seat = ref.seat_of_player(peer.player)
+        if seat is None:  # pragma: no cover - a ticket names a seated player
+            raise Refused(ErrorCode.NOT_ALLOWED, "you do not play in this match")
+        if ref.seats[seat].peer is not peer:
+            # The ticket is as good as a resume token: the cluster sent this player here.
+            ref.attach(seat, peer)
+            _add(self._present, peer, ref)
+        return {"match": ticket.match}
 
     async def _get_record(self, peer: Peer, msg: m.GetRecord) -> dict[str, Any]:
         row = await self.store.get_record(msg.match.hex(), 0)

@@ -10,7 +10,7 @@ import logging
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TypeAlias, TypeVar
+from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
 import msgpack
 import trio
@@ -23,7 +23,11 @@ from .metrics import Gauges, Metrics
 from .records import conclude
 from .referee import Referee, Seat
 from .store import Store
+from .store_rows import MatchRow
 from .timers import Heartbeat
+
+if TYPE_CHECKING:
+    from .cluster import Cluster
 
 __all__ = ["LobbyState", "OpenMatch"]
 
@@ -44,14 +48,18 @@ class OpenMatch:
     public: bool
     host: Peer
     invite: str
+    #: its host follows redirects: a player of another node may join it (a cluster)
+    movable: bool = False
 
 
 @dataclass(slots=True)
 class _Waiting:
-    """A request answered later: the asking peer and its request id."""
+    """A request answered later: the asking peer and its request id (and, for a quick request
+    in a cluster's shared queue, its entry there)."""
 
     peer: Peer
     id: int
+    entry: int | None = None
 
 
 class LobbyState:
@@ -94,6 +102,14 @@ class LobbyState:
         self.quick_queue: dict[tuple[bytes, str], _Waiting] = {}
         self.rematch_offers: dict[bytes, dict[int, _Waiting]] = {}
         self.closing = False
+        #: this node's place among the nodes sharing the store (``None``: it serves alone)
+        self.cluster: Cluster | None = None
+        #: quick requests of this node waiting in the cluster's shared queue, by entry
+        self._entries: dict[int, _Waiting] = {}
+        #: Player id -> its authenticated connections (kept in a cluster only: a match taken
+        #: over from another node seats its players who are already here)
+        self._online: dict[str, _Many[Peer]] = {}
+        self._sweeping = trio.Lock()
         # Indexes, so that a connection coming and going costs what concerns it rather than a scan
         # of every match: a server runs thousands and keeps 1,024 finished ones. The values are
         # ordered sets (:data:`_Many`), so that peers are told things in a stable order.
@@ -115,6 +131,8 @@ class LobbyState:
         om = self.open.pop(mid)
         self.invites.pop(om.invite, None)
         _discard(self._hosted, om.host, mid)
+        if om.movable and self.cluster is not None:
+            self.cluster.waits(-1)
         return om
 
     def _cancel_open(self, mid: bytes) -> None:
@@ -128,9 +146,11 @@ class LobbyState:
             ContextLog(_log, {"match": match_hex}).exception("abort failed")
 
     def _start(
-        self, mid: bytes, rules: RuleSet, mode: str, public: bool, peers: list[Peer]
+        self, mid: bytes, rules: RuleSet, mode: str, public: bool, peers: list[Peer | Seat]
     ) -> None:
-        seats = [Seat(p.player, p.name, p) for p in peers]
+        """Start a match between ``peers``; a `Seat` with no peer is a player of another node,
+        handed off to come here."""
+        seats = [p if isinstance(p, Seat) else Seat(p.player, p.name, p) for p in peers]
         for seat in seats:
             if seat.peer is not None and not seat.peer.connected:
                 # The peer left while the match was being stored: it starts absent, so its grace
@@ -209,13 +229,18 @@ class LobbyState:
             self._evict(*self.finished.popitem(last=False))
 
     async def recover(self) -> int:
-        """Take up every match the store says is still playing, from its journal (a restart).
+        """Take up every match the store says this node is refereeing (a restart); see
+        :meth:`take_up`."""
+        return await self.take_up(await self.store.running_matches(self.node))
+
+    async def take_up(self, rows: list[MatchRow]) -> int:
+        """Referee the running matches ``rows`` from their journals (a restart, or a failover).
 
         A match whose journal cannot be replayed is ended as aborted, with the reason. Returns
         how many matches go on.
         """
         taken = 0
-        for row in await self.store.running_matches(self.node):
+        for row in rows:
             log = ContextLog(_log, {"match": row.id})
             try:
                 if self.journal is None:
@@ -238,11 +263,36 @@ class LobbyState:
                 log.warning("cannot be resumed, aborted: %s", reason)
                 await self.store.abort_match(row.id, _now(), reason)
                 continue
+            if self.cluster is not None:
+                ref.on_start = self._seat_online
             self._run_referee(ref)
             taken += 1
         if taken:
             _log.info("resumed %d running matches from their journals", taken)
         return taken
+
+    def _seat_online(self, ref: Referee) -> None:
+        """Give a match just taken up its players already connected here (a failover)."""
+        for seat, s in enumerate(ref.seats):
+            here = [p for p in _values(self._online, s.player) if p.connected]
+            if s.peer is None and here:
+                ref.attach(seat, here[-1])
+                _add(self._present, here[-1], ref)
+
+    async def sweep(self) -> None:
+        """Take over the matches of every node whose lease ended (a failover)."""
+        cluster = self.cluster
+        if cluster is None:
+            return
+        async with self._sweeping:
+            taken = await self.store.take_over(self.node, int(cluster.wall() * 1000))
+            for dead, rows in taken:
+                _log.warning(
+                    "node %s: its lease ended; taking over its %d running matches",
+                    dead,
+                    len(rows),
+                )
+                await self.take_up(rows)
 
     def _evict(self, mid: bytes, ref: Referee) -> None:
         """Drop the indexes' last references to a finished match no longer kept in memory."""

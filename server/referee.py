@@ -162,6 +162,8 @@ class Referee:
         self._shot_at: float | None = None  #: trio time the pending blind-mode shot was called
         self._timers = timers
         self.log = ContextLog(_log, {"match": self.hex})
+        #: called once the match has started (sent its start, or taken up its journal)
+        self.on_start: Callable[[Referee], None] | None = None
 
     @property
     def done(self) -> trio.Event:
@@ -411,6 +413,8 @@ class Referee:
                 # Gone while the match was being stored (or the server was down): its grace
                 # period runs from the start.
                 self._out(self.core.seat_gone(i, now), ("gone", i, now))
+        if self.on_start is not None:
+            self.on_start(self)
 
     async def run(self) -> None:
         """Play the match to its end, then hand it to ``finish`` (record, store, ladder)."""

@@ -45,7 +45,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.common.netio import RECV_SIZE
 from seabattle.protocol import messages as m
 from seabattle.protocol.errors import ErrorCode, ProtocolError, RemoteProtocolError
-from seabattle.protocol.session import State, check_auth
+from seabattle.protocol.session import REDIRECT, State, check_auth
 
 from .config import Limits, TokenBucket
 from .lobby import Lobby
@@ -94,6 +94,7 @@ class Client(Outbox):
         "_pings",
         "bucket",
         "challenge",
+        "follows",
         "last_rx",
     )
 
@@ -107,6 +108,8 @@ class Client(Outbox):
         self._handling = False  # the reader is handling a message (it may await the store)
         self._parked = False  # the heartbeat left this connection to the reader, see tick()
         self._handshake_by = self.last_rx + self.limits.handshake_timeout
+        #: the session agreed ``redirect`` (spec 4.10): this node may send it to another
+        self.follows = False
 
     @property
     def authed(self) -> bool:
@@ -258,7 +261,7 @@ class Client(Outbox):
             if type(msg) in _MOVES:  # first: nearly every message a server handles is one
                 await lobby.game_message(self, msg)
             elif isinstance(msg, m.Hello):
-                self._hello()
+                self._hello(msg)
             elif isinstance(msg, m.Auth):
                 await self._auth(msg)
             elif isinstance(msg, m.Ping):
@@ -290,8 +293,11 @@ class Client(Outbox):
                 lobby.errors_ref(msg),
             )
 
-    def _hello(self) -> None:
-        self.send(m.Welcome(1, (), self.ident.public, self.challenge, self.ident.guests))
+    def _hello(self, msg: m.Hello) -> None:
+        # A node of a cluster may send a client elsewhere, if the client can follow (4.10).
+        self.follows = self.ident.lobby.cluster is not None and REDIRECT in msg.caps
+        caps = (REDIRECT,) if self.follows else ()
+        self.send(m.Welcome(1, caps, self.ident.public, self.challenge, self.ident.guests))
 
     async def _auth(self, msg: m.Auth) -> None:
         ident = self.ident

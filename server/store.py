@@ -58,6 +58,7 @@ from .schema import (
     StoreError,
     migrate,
 )
+from .store_cluster import ClusterStore
 from .store_journal import JournalStore
 from .store_matches import MatchStore
 from .store_players import PlayerStore
@@ -209,7 +210,7 @@ def _one_line(e: BaseException) -> str:
     return " ".join(str(e).split()) or type(e).__name__
 
 
-class Store(PlayerStore, MatchStore, RecordStore, JournalStore):
+class Store(PlayerStore, MatchStore, RecordStore, JournalStore, ClusterStore):
     """The server's database: players, matches, records, the ladder, and the journals of
     running matches (async, trio).
 

@@ -26,10 +26,16 @@ class MatchStore(StoreBase):
         *,
         status: MatchStatus = "open",
         node: str | None = None,
+        public: bool = True,
+        invite: str | None = None,
+        movable: bool = False,
     ) -> MatchRow:
-        """Store a new match; its seats must be known players. Raises `Conflict` on a reused id.
+        """Store a new match; its seats must be known players. Raises `Conflict` on a reused id
+        (or invitation).
 
-        ``node``: the server node that referees it (:meth:`running_matches`)."""
+        ``node``: the server node that referees it (:meth:`running_matches`), or hosts it while
+        it is open; ``public``: listed; ``invite``: its invitation code; ``movable``: its host
+        follows redirects, so a player of another node may join it (``store_cluster``)."""
         _check_match_id(match_id)
         if status not in ("open", "playing"):
             raise ValueError(f"a new match is open or playing, not {status!r}")
@@ -41,9 +47,22 @@ class MatchStore(StoreBase):
                 self._require_players(cur, [p for p in (seat0, seat1) if p is not None])
                 inserted = self._exec(
                     cur,
-                    "INSERT INTO matches (id, rules, mode, seat0, seat1, status, created, node)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
-                    (match_id, bytes(rules), mode, seat0, seat1, status, now, node),
+                    "INSERT INTO matches (id, rules, mode, seat0, seat1, status, created, node,"
+                    " public, invite, movable) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                    " ON CONFLICT (id) DO NOTHING",
+                    (
+                        match_id,
+                        bytes(rules),
+                        mode,
+                        seat0,
+                        seat1,
+                        status,
+                        now,
+                        node,
+                        int(public),
+                        invite,
+                        int(movable),
+                    ),
                 ).rowcount
                 if not inserted:
                     raise Conflict(f"match {match_id} already exists")
