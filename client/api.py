@@ -21,6 +21,7 @@ from __future__ import annotations
 import builtins
 import math
 import os
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from typing import Any
@@ -29,7 +30,8 @@ import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.protocol import messages as m
 from seabattle.protocol.errors import ErrorCode, RemoteProtocolError
-from seabattle.protocol.session import Role
+from seabattle.protocol.session import REDIRECT, Role
+from seabattle.protocol.ticket import open_ticket
 
 from .botplay import BotResult, feed_view, play_bot, play_match
 from .events import (
@@ -88,16 +90,31 @@ __all__ = [
 #: Pauses before a rate-limited request goes again: doubling from the first to the last (seconds).
 _REQUEST_BACKOFF = 0.05
 _MAX_REQUEST_BACKOFF = 3.2
+#: What a node that a redirect names may do instead of taking the client in.
+_UNFOLLOWED = (RequestFailed, ConnectionClosed, RemoteProtocolError, trio.BrokenResourceError)
 
 
 class Client:
     """An authenticated connection to a server. Made by :func:`connect`."""
 
-    def __init__(self, wire: Wire, key: Ed25519PrivateKey, player: str, server_key: bytes) -> None:
+    def __init__(
+        self,
+        wire: Wire,
+        key: Ed25519PrivateKey,
+        player: str,
+        server_key: bytes,
+        *,
+        name: str = "bot",
+        tls: bool = False,
+    ) -> None:
         self.wire = wire
         self.key = key
         self.player = player
         self.server_key = server_key
+        self.name = name
+        self._tls = tls
+        #: ``host:port`` of each node a redirect moved this client to, in order (spec 4.10)
+        self.moves: builtins.list[str] = []
         self.matches: dict[bytes, MatchHandle] = {}
         self._watchers: dict[bytes, trio.MemorySendChannel[m.Message]] = {}
         self._pending: dict[int, tuple[trio.Event, list[m.Ok | m.Error]]] = {}
@@ -292,6 +309,9 @@ class Client:
         if isinstance(msg, m.Ping):
             await self.wire.send(m.Pong(msg.n))
             return
+        if isinstance(msg, m.Redirect):
+            await self._follow(msg)
+            return
         mid = getattr(msg, "match", None)
         if not isinstance(mid, bytes):
             return
@@ -301,6 +321,54 @@ class Client:
             return
         h = self._handle_for(mid)
         await h._handle(msg)
+
+    async def _follow(self, msg: m.Redirect) -> None:
+        """Move to the node a ``redirect`` names (spec 4.10): check the ticket, connect, take the
+        seats back with the resume token, ``redeem``, and carry on over the new connection.
+
+        The whole client moves: a script plays its matches through one connection. A redirect
+        that cannot be followed (a bad ticket, a node that cannot be reached) is recorded in
+        ``errors`` and the client stays where it is.
+        """
+        try:
+            ticket = open_ticket(self.server_key, msg.ticket, msg.sig, time.time())
+            if ticket.player != self.player:
+                raise RemoteProtocolError(ErrorCode.BAD_TICKET, "the ticket is another player's")
+            host, port = ticket.host_port()
+            stream: trio.abc.Stream = await (
+                trio.open_ssl_over_tcp_stream(host, port)
+                if self._tls
+                else trio.open_tcp_stream(host, port)
+            )
+        except (RemoteProtocolError, OSError, ValueError) as e:
+            self._not_followed(e)
+            return
+        wire = Wire(stream, role=Role.CLIENT)
+        try:
+            await client_handshake(
+                wire,
+                self.key,
+                self.name,
+                caps=(REDIRECT,),
+                resume=self.wire.resume,
+                expect_server=self.server_key,
+            )
+            await wire.send(m.Redeem(self._next_id(), msg.ticket, msg.sig))
+        except _UNFOLLOWED as e:
+            with trio.CancelScope(shield=True):
+                await wire.aclose()
+            self._not_followed(e)
+            return
+        old, self.wire = self.wire, wire
+        self.moves.append(ticket.addr)
+        with trio.move_on_after(1), suppress(ConnectionClosed, trio.BrokenResourceError):
+            await old.send(m.Bye("moved"))
+        with trio.CancelScope(shield=True):
+            await old.aclose()
+
+    def _not_followed(self, why: Exception) -> None:
+        note = f"redirect not followed: {why}"
+        self.errors.append(m.Error(int(ErrorCode.BAD_TICKET), note, None))
 
 
 @asynccontextmanager
@@ -312,11 +380,14 @@ async def connect(
     name: str = "bot",
     tls: bool = False,
     stream: trio.abc.Stream | None = None,
+    follow: bool = True,
 ) -> AsyncIterator[Client]:
     """Connect, authenticate (a fresh guest key when ``key`` is ``None``) and yield a client.
 
     ``stream`` replaces the TCP connection (tests pass an in-memory stream). One reader task runs
-    for as long as the ``async with`` body does.
+    for as long as the ``async with`` body does. ``follow``: offer the capability ``redirect``,
+    so that a server of several nodes may move this client to the node its match runs on (it
+    does so by itself, :meth:`Client._follow`).
     """
     if stream is None:
         if tls:
@@ -325,22 +396,27 @@ async def connect(
             stream = await trio.open_tcp_stream(host, port)
     k = key if isinstance(key, Ed25519PrivateKey) else load_key(key)
     wire = Wire(stream, role=Role.CLIENT)
+    client: Client | None = None
     try:
-        player, server_key = await client_handshake(wire, k, name)
-        client = Client(wire, k, player, server_key)
+        caps = (REDIRECT,) if follow else ()
+        player, server_key = await client_handshake(wire, k, name, caps=caps)
+        client = Client(wire, k, player, server_key, name=name, tls=tls)
         async with trio.open_nursery() as nursery:
             client._nursery = nursery
             nursery.start_soon(client._reader)
             try:
                 yield client
             finally:
-                if not wire.closed:
+                # The client's wire now: a redirect may have moved it to another node.
+                if not client.wire.closed:
                     with (
                         trio.move_on_after(1),
                         suppress(ConnectionClosed, trio.BrokenResourceError),
                     ):
-                        await wire.send(m.Bye("done"))
+                        await client.wire.send(m.Bye("done"))
                 nursery.cancel_scope.cancel()
     finally:
         with trio.CancelScope(shield=True):
             await wire.aclose()
+            if client is not None and client.wire is not wire:
+                await client.wire.aclose()

@@ -68,6 +68,25 @@ __all__ = ["demo", "serve"]
     show_default=True,
     help="This server's name among nodes sharing one database (each takes up its own matches).",
 )
+@click.option(
+    "--cluster/--no-cluster",
+    default=None,
+    help="Join the other nodes on the database: pairing across nodes, redirects, failover"
+    " (default: on PostgreSQL).",
+)
+@click.option(
+    "--advertise",
+    default=None,
+    metavar="HOST:PORT",
+    help="Where other nodes send players to reach this one (default: the address bound).",
+)
+@click.option(
+    "--lease",
+    type=click.FloatRange(0.5, 3600),
+    default=10.0,
+    show_default=True,
+    help="Seconds after which another node takes over the matches of a node that went silent.",
+)
 def serve(
     host: str,
     port: int,
@@ -81,8 +100,11 @@ def serve(
     metrics_port: int | None,
     metrics_host: str,
     node: str,
+    cluster: bool | None,
+    advertise: str | None,
+    lease: float,
 ) -> None:
-    """Run a referee server."""
+    """Run a referee server (one node of several, on PostgreSQL)."""
     try:
         from seabattle.server import app
     except ImportError as e:
@@ -100,6 +122,9 @@ def serve(
         metrics_port=metrics_port,
         metrics_host=metrics_host,
         node=node,
+        cluster=cluster,
+        advertise=advertise,
+        lease=lease,
     )
 
 

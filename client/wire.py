@@ -123,6 +123,9 @@ class Wire:
     ) -> None:
         self.stream = stream
         self._limits = (max_frame, max_recv, max_send)
+        #: the capabilities the handshake agreed, and the resume token it gave (client side)
+        self.caps: tuple[str, ...] = ()
+        self.resume: bytes | None = None
         #: The session: the handshake's state, the direction rule, the frame limits.
         self.conn = self._connection(role if role is not None else Role.CLIENT)
         self._settled = role is not None  # the role was given, or taken by the first use
@@ -237,14 +240,32 @@ class Wire:
         await self.stream.aclose()
 
 
-async def client_handshake(wire: Wire, key: Ed25519PrivateKey, name: str) -> tuple[str, bytes]:
-    """Run FLOW step 1 as the client; return (player id, the server's public key)."""
-    await wire.send(m.Hello(SUPPORTED_VERSIONS, AGENT, ()))
+async def client_handshake(
+    wire: Wire,
+    key: Ed25519PrivateKey,
+    name: str,
+    *,
+    caps: tuple[str, ...] = (),
+    resume: bytes | None = None,
+    expect_server: bytes | None = None,
+) -> tuple[str, bytes]:
+    """Run FLOW step 1 as the client; return (player id, the server's public key).
+
+    ``caps`` are offered in ``hello`` (the agreed ones are in ``wire.caps`` afterwards, the resume
+    token in ``wire.resume``); ``resume`` is sent in ``auth``; ``expect_server`` pins the
+    server's key (spec 4.3): another key fails the session with ``AUTH_FAILED``.
+    """
+    await wire.send(m.Hello(SUPPORTED_VERSIONS, AGENT, caps))
     welcome = await wire.expect(m.Welcome)
     assert isinstance(welcome, m.Welcome)
+    if expect_server is not None and welcome.server != expect_server:
+        await wire.send(m.Error(int(ErrorCode.AUTH_FAILED), "not the server key expected", None))
+        raise RequestFailed(ErrorCode.AUTH_FAILED, "the server's key is not the one expected")
+    wire.caps = tuple(c for c in welcome.caps if c in caps)
     pub = public_key(key)
     sig = key.sign(auth_payload(welcome.challenge, welcome.server, pub))
-    await wire.send(m.Auth(pub, sig, name, None))
+    await wire.send(m.Auth(pub, sig, name, resume))
     authed = await wire.expect(m.Authed)
     assert isinstance(authed, m.Authed)
+    wire.resume = authed.resume
     return authed.player, welcome.server

@@ -18,6 +18,7 @@ totals on shutdown under ``--json``. :func:`main` logs as text or as JSON lines 
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import hashlib
 import json
@@ -120,9 +121,11 @@ async def serve(
         sock = _first_socket(listeners)
         addr = sock.getsockname()[:2]
         if cluster if cluster is not None else _is_postgres(os.fspath(db_path)):
-            config = cluster_config or ClusterConfig(node, advertise or _addr(addr))
-            if config.node != node or (advertise and config.addr != advertise):
-                raise ValueError("cluster_config names another node or address")
+            config = cluster_config or ClusterConfig(node)
+            if config.node != node:
+                raise ValueError(f"cluster_config is node {config.node!r}'s, not {node!r}'s")
+            if not config.addr:
+                config = dataclasses.replace(config, addr=advertise or _addr(addr))
             clock = lobby.clock or Clock()
             lobby.cluster = Cluster(store, key, config, lambda: clock.wall(trio.current_time()))
             await lobby.cluster.register()
@@ -282,14 +285,22 @@ def main(
     metrics_port: int | None = None,
     metrics_host: str = "127.0.0.1",
     node: str = "main",
+    cluster: bool | None = None,
+    advertise: str | None = None,
+    lease: float = 10.0,
 ) -> None:
     """Run the server until SIGINT/SIGTERM (``seabattle serve``); prints where it listens.
 
     ``json_status``: print one JSON object per line on stdout, ``{"event": "listening", ...}``
     once serving and ``{"event": "stopped", ...}`` with the totals on the way out. ``log_format``
     is ``text`` or ``json`` (stderr). ``metrics_port`` (0: any free port) serves ``GET /metrics``
-    on ``metrics_host``, loopback unless asked otherwise.
+    on ``metrics_host``, loopback unless asked otherwise. ``cluster``, ``advertise`` and
+    ``lease`` place the node among the others on its database (:func:`serve`, :mod:`.cluster`).
     """
+    if advertise is not None:
+        _host, sep, aport = advertise.rpartition(":")
+        if not sep or not _host or not aport.isdigit():
+            raise SystemExit(f"seabattle server: --advertise {advertise!r} is not HOST:PORT")
     configure_logging(log_format)
     tls: ssl.SSLContext | None = None
     if tls_cert or tls_key:
@@ -331,6 +342,9 @@ def main(
                         metrics=metrics,
                         stats=stats,
                         node=node,
+                        cluster=cluster,
+                        advertise=advertise,
+                        cluster_config=ClusterConfig(node, advertise or "", lease=lease),
                         task_status=task_status,
                     )
                     nursery.cancel_scope.cancel()  # the server is done: stop watching
@@ -339,7 +353,12 @@ def main(
                 addr = await nursery.start(run_server)
                 started = True
                 if json_status:
-                    _status(_listening(addr, db, key, tls is not None, stats.address))
+                    _status(
+                        {
+                            **_listening(addr, db, key, tls is not None, stats.address),
+                            "node": node,
+                        }
+                    )
                 else:
                     print(f"seabattle server listening on {addr[0]}:{addr[1]}")
                     if stats.address is not None:

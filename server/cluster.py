@@ -43,7 +43,6 @@ from seabattle.protocol.ticket import Ticket, issue_ticket
 
 from .store import Store
 from .store_cluster import Handoff
-from .store_rows import MatchRow
 
 __all__ = ["Cluster", "ClusterConfig", "Node"]
 
@@ -55,7 +54,7 @@ class ClusterConfig:
     """A node's place in a cluster: its name, the address players reach it at, and timings."""
 
     node: str
-    addr: str  #: ``host:port`` sent in tickets
+    addr: str = ""  #: ``host:port`` sent in tickets (empty: the address the node is bound to)
     lease: float = 10.0  #: seconds a node's matches are its own without renewal
     poll: float = 0.05  #: seconds between looks for handoffs, while someone waits
     sweep: float = 1.0  #: seconds between looks for nodes whose lease ended
@@ -68,8 +67,8 @@ class Node(Protocol):
     def handed_off(self, handoffs: list[Handoff]) -> None:
         """Send the players the handoffs name to their matches on other nodes."""
 
-    async def take_up(self, rows: list[MatchRow]) -> int:
-        """Referee these running matches from their journals; how many go on."""
+    async def sweep(self) -> None:
+        """Take over the matches of every node whose lease ended."""
 
 
 class Cluster:
@@ -126,11 +125,21 @@ class Cluster:
             task_status.started()
 
     async def _renew(self, scope: trio.CancelScope) -> None:
+        held_until = self._lease_end() / 1000
         while True:
             await trio.sleep(self.config.lease / 4)
-            if not await self.store.renew_lease(self.node, self._lease_end()):
+            try:
+                end = self._lease_end()
+                held = await self.store.renew_lease(self.node, end)
+                if held:
+                    held_until = end / 1000
+            except Exception as e:  # the store is unreachable: try again, up to the lease's end
+                held = self.wall() < held_until
+                _log.warning("node %s: cannot renew its lease: %s", self.node, e)
+            if not held:
                 _log.critical(
-                    "node %s: its lease is gone (another node took its matches over): stopping",
+                    "node %s: its lease is gone (another node may have taken its matches over):"
+                    " it stops refereeing",
                     self.node,
                 )
                 self.lost.set()
@@ -142,7 +151,11 @@ class Cluster:
             if not self._waiting:
                 self._wake = trio.Event()
                 await self._wake.wait()
-            found = await self.store.take_handoffs(self.node)
+            try:
+                found = await self.store.take_handoffs(self.node)
+            except Exception as e:  # the store is away: the players wait a little longer
+                _log.warning("node %s: cannot look for handoffs: %s", self.node, e)
+                found = []
             if found:
                 node.handed_off(found)
             await trio.sleep(self.config.poll)
@@ -150,12 +163,10 @@ class Cluster:
     async def _sweep(self, node: Node) -> None:
         while True:
             await trio.sleep(self.config.sweep)
-            taken = await self.store.take_over(self.node, int(self.wall() * 1000))
-            for dead, rows in taken:
-                _log.warning(
-                    "node %s: lease ended; taking over its %d running matches", dead, len(rows)
-                )
-                await node.take_up(rows)
+            try:
+                await node.sweep()
+            except Exception:
+                _log.exception("node %s: failover sweep failed", self.node)
 
     async def release(self) -> None:
         """End the lease now (a planned stop): other nodes take the matches over at once."""

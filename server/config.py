@@ -47,6 +47,9 @@ class Limits:
     journal: bool = True
     #: how long the journal waits for more moves to write in one transaction (0: one pass)
     journal_window: float = 0.0
+    #: how long a match paired across nodes waits for its player from the other node before it
+    #: starts without it (whose grace period then runs)
+    arrive_timeout: float = 10.0
 
 
 class Peer(Protocol):

@@ -140,6 +140,9 @@ class Lobby(LobbyState):
                     _discard(self._present, old, ref)
         if self.cluster is not None:
             _add(self._online, peer.player, peer)
+            for mid, a in list(self.arriving.items()):
+                if a.seats[a.away].player == peer.player:
+                    self.arrived(peer, mid)
             self.nursery.start_soon(self._look_elsewhere, peer)
 
     async def _look_elsewhere(self, peer: Peer) -> None:
@@ -360,7 +363,7 @@ class Lobby(LobbyState):
         host = await self.store.get_player(row.seat0)
         seat0 = Seat(row.seat0, host.name if host else row.seat0[:12])
         peer.send(m.Ok(rid, {"match": mid}))
-        self._start(mid, rules, row.mode, public, [seat0, peer])
+        self._start_on_arrival(mid, rules, row.mode, public, seat0, peer)
 
     async def _quick(self, peer: Peer, msg: m.Quick) -> dict[str, Any] | None:
         self._rate(peer)
@@ -385,7 +388,7 @@ class Lobby(LobbyState):
                 known = await self.store.get_player(paired.player)
                 seat0 = Seat(paired.player, known.name if known else paired.player[:12])
                 peer.send(m.Ok(msg.id, {"match": mid}))
-                self._start(mid, rules, msg.mode, True, [seat0, peer])
+                self._start_on_arrival(mid, rules, msg.mode, True, seat0, peer)
                 return None
             waiting = await self._partner(key, peer)  # one may have come while we looked
         if waiting is None:
@@ -537,6 +540,8 @@ class Lobby(LobbyState):
             raise Refused(ErrorCode.BAD_TICKET, "the ticket is another player's")
         if ticket.node != self.node:
             raise Refused(ErrorCode.BAD_TICKET, f"the ticket is for node {ticket.node!r}")
+        if self.arrived(peer, ticket.match):
+            return {"match": ticket.match}  # its start follows
         ref = self.running.get(ticket.match)
         if ref is None:
             if ticket.match in self.finished:

@@ -62,6 +62,20 @@ class _Waiting:
     entry: int | None = None
 
 
+@dataclass(slots=True)
+class _Arrival:
+    """A match paired across nodes, waiting for its player from the other node (seat ``away``)
+    to arrive, so that both see it start together."""
+
+    mid: bytes
+    rules: RuleSet
+    mode: str
+    public: bool
+    seats: list[Seat]
+    away: int
+    came: trio.Event
+
+
 class LobbyState:
     """The lobby's matches, queues and indexes, and the life of each match; see the module
     docstring."""
@@ -110,6 +124,8 @@ class LobbyState:
         #: over from another node seats its players who are already here)
         self._online: dict[str, _Many[Peer]] = {}
         self._sweeping = trio.Lock()
+        #: matches paired across nodes whose player from another node has not arrived yet
+        self.arriving: dict[bytes, _Arrival] = {}
         # Indexes, so that a connection coming and going costs what concerns it rather than a scan
         # of every match: a server runs thousands and keeps 1,024 finished ones. The values are
         # ordered sets (:data:`_Many`), so that peers are told things in a stable order.
@@ -157,6 +173,34 @@ class LobbyState:
                 # period runs instead of the match waiting on a connection that is gone.
                 seat.peer = None
         self._run_referee(self._referee(mid, rules, mode, public, seats))
+
+    def _start_on_arrival(
+        self, mid: bytes, rules: RuleSet, mode: str, public: bool, away: Seat, here: Peer
+    ) -> None:
+        """Start a match paired across nodes once ``away`` (seat 0) is here, or at the latest
+        after ``arrive_timeout`` (its grace period then runs, as for any absent player)."""
+        arrival = _Arrival(
+            mid, rules, mode, public, [away, Seat(here.player, here.name, here)], 0, trio.Event()
+        )
+        self.arriving[mid] = arrival
+        self.nursery.start_soon(self._arrive, arrival)
+
+    def arrived(self, peer: Peer, mid: bytes) -> bool:
+        """``peer`` came for the match ``mid`` that waits for it; whether it was waiting."""
+        a = self.arriving.get(mid)
+        if a is None or a.seats[a.away].player != peer.player:
+            return False
+        a.seats[a.away].peer = peer
+        a.came.set()
+        return True
+
+    async def _arrive(self, a: _Arrival) -> None:
+        with trio.move_on_after(self.limits.arrive_timeout):
+            await a.came.wait()
+        del self.arriving[a.mid]
+        if self.closing:
+            return  # not started: nothing journaled, and a restart ends it
+        self._start(a.mid, a.rules, a.mode, a.public, list(a.seats))
 
     def _referee(
         self,

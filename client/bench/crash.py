@@ -40,7 +40,7 @@ from seabattle.protocol.rules import RuleSet, rules_from_dict
 from seabattle.protocol.session import Connection, Role, auth_payload
 from seabattle.protocol.verdict import Defender, Shot
 
-__all__ = ["crash_run", "main"]
+__all__ = ["Moved", "Player", "Server", "crash_run", "main"]
 
 RULES = {"preset": "classic"}
 _PACE = 0.012  #: seconds between a player's shots
@@ -50,6 +50,14 @@ _SERVE = [sys.executable, "-c", "from seabattle.client.cli import main; main()",
 
 class _Gone(Exception):
     """The connection ended (the server was killed)."""
+
+
+class Moved(Exception):
+    """The server sent the player to another node (``redirect``, spec 4.10)."""
+
+    def __init__(self, redirect: m.Redirect) -> None:
+        super().__init__("redirected")
+        self.redirect = redirect
 
 
 class _Link:
@@ -98,10 +106,13 @@ class Player:
     over: bool = False
     verdicts: int = 0  #: verdicts told since the last (re)connection
 
-    async def connect(self, addr: tuple[str, int]) -> _Link:
-        link = _Link(await trio.open_tcp_stream(*addr))
+    async def connect(self, addr: tuple[str, int], caps: tuple[str, ...] = ()) -> _Link:
+        try:
+            link = _Link(await trio.open_tcp_stream(*addr))
+        except OSError:
+            raise _Gone from None
         pub = self.key.public_key().public_bytes_raw()
-        await link.send(m.Hello((1,), "crash", ()))
+        await link.send(m.Hello((1,), "crash", caps))
         w = await link.recv()
         assert isinstance(w, m.Welcome), w
         sig = self.key.sign(auth_payload(w.challenge, w.server, pub))
@@ -176,6 +187,8 @@ class Player:
                 self.over = True
             elif isinstance(msg, m.Error) and msg.ref is not None and msg.ref == self.seq:
                 await self.fire(link)  # that cell was fired at already (a move lost in a crash)
+            elif isinstance(msg, m.Redirect):
+                raise Moved(msg)
 
     async def resume(self, link: _Link, view: dict[str, Any]) -> None:
         """Carry on from a snapshot: what the player owes, or its turn."""
@@ -198,25 +211,33 @@ class Player:
 
 
 class Server:
-    """``seabattle serve`` in a child process, on one store, started again after every kill."""
+    """``seabattle serve`` in a child process, on one store, started again after every kill
+    (``extra``: more options, e.g. a node of a cluster)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, db: str | None = None, extra: tuple[str, ...] = ()) -> None:
         self.folder = folder
+        self.db = db if db is not None else str(folder / "db.sqlite")
+        self.extra = extra
         self.proc: subprocess.Popen[str] | None = None
         self.addr: tuple[str, int] = ("", 0)
 
     def start(self) -> tuple[str, int]:
-        db, key = self.folder / "db.sqlite", self.folder / "server.key"
-        args = [*_SERVE, "--port", "0", "--db", str(db), "--key", str(key), "--json"]
-        self.proc = subprocess.Popen(
-            args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-        )
+        key = self.folder / "server.key"
+        args = [*_SERVE, "--port", "0", "--db", self.db, "--key", str(key), "--json", *self.extra]
+        # The server's log, kept beside its store for a failed run to be read.
+        with open(self.folder / "server.log", "a") as log:
+            self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, text=True)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         status = json.loads(line)
         host, port = status["listening"].rsplit(":", 1)
         self.addr = (host, int(port))
         return self.addr
+
+    @property
+    def alive(self) -> bool:
+        """Whether the process runs."""
+        return self.proc is not None
 
     def kill(self) -> None:
         if self.proc is not None:

@@ -1,0 +1,23 @@
+"""Three nodes on one PostgreSQL; SIGKILL one under running matches, again and again, and another
+node finishes them with nothing anyone was told lost.
+
+Real processes (``seabattle serve --node nI --cluster``), a real PostgreSQL, real TCP: every match
+is opened across two nodes (so it begins with a redirect), the players of a killed node reconnect
+to any node and are seated or redirected where their match went, every record verifies and holds
+every verdict a player was told (``python -m seabattle.client.bench.failover --db URL`` is the
+long version).
+"""
+
+from __future__ import annotations
+
+import trio
+from seabattle.client.bench.failover import failover_run
+
+
+async def test_three_kills_of_cluster_nodes_lose_no_acknowledged_move(postgres_db: str) -> None:
+    lines: list[str] = []
+    with trio.fail_after(150):
+        summary = await failover_run(postgres_db, 3, pairs=1, seed=3, log=lines.append)
+    assert summary["ok"], summary
+    assert len(lines) == 3
+    assert summary["matches"] >= 2 and summary["verdicts_acknowledged"] > 0
