@@ -3,12 +3,13 @@ PostgreSQL; kill one with SIGKILL, again and again, and check that another node 
 matches with nothing acknowledged lost.
 
 Theory of operation. Three ``seabattle serve --node nI`` processes share the database and one key,
-with a short lease. Each pair of players (blind and custody) opens a match with its host on one
-node and its guest on another, so every match begins with a redirect (spec 4.10: the match runs on
-the guest's node and the host is sent there). Each player is one task that plays on until its
-match is over: when its connection drops it reconnects to a random live node, which seats it
-(it referees the match now), redirects it (another node does), or says nothing yet (the dead
-node's lease still runs) - then the player tries again shortly. A pair whose match ended is
+with a short lease. Each pair of players (blind and custody) has its two players on two different
+nodes and pairs them by invitation or by quick match, in turn, so every match begins with a
+redirect (spec 4.10: the match runs on the second player's node and the first is sent there).
+Each player is one task that plays on until its match is over: when its connection drops it
+reconnects to a random live node, which seats it (it referees the match now), redirects it
+(another node does), or says nothing yet (the dead node's lease still runs) - then the player
+tries again shortly. A pair whose match ended is
 checked and starts a new one. Every ``interval`` seconds a random node is killed; once its lease
 has run out (and its matches moved) it is started again under the same name, empty.
 
@@ -108,8 +109,12 @@ async def _player(p: Player, cluster: _Cluster, rng: random.Random, link: _Link)
             link = await _seek(p, cluster, rng, moved.redirect)
 
 
-async def _open(pair: list[Player], cluster: _Cluster, rng: random.Random) -> list[_Link]:
-    """The pair's match: hosted on one live node, joined from another (a redirect begins it)."""
+async def _open(
+    pair: list[Player], cluster: _Cluster, rng: random.Random, slot: int, quick: bool
+) -> list[_Link]:
+    """The pair's match, its players on two different live nodes (a redirect begins it): a
+    quick match (under rules of this slot's own, so that pairs do not mix), or an invitation."""
+    rules = {**RULES, "clocks": {"grace": 60 + slot}}
     while True:
         live = cluster.live()
         if len(live) < 2:
@@ -119,17 +124,23 @@ async def _open(pair: list[Player], cluster: _Cluster, rng: random.Random) -> li
         try:
             host = await pair[0].connect(ha, caps=("redirect",))
             guest = await pair[1].connect(ga, caps=("redirect",))
-            await host.send(m.Create(1, RULES, pair[0].mode, False))
-            while not isinstance(ok := await host.recv(), m.Ok):
-                pass
-            await guest.send(m.Join(1, None, ok.data["invite"]))
-            while not isinstance(ok2 := await guest.recv(), m.Ok | m.Error):
-                pass
-            if isinstance(ok2, m.Error):
+            if quick:
+                await host.send(m.Quick(1, rules, pair[0].mode))
+                await trio.sleep(0.1)  # the host waits first, in the shared queue
+                await guest.send(m.Quick(1, rules, pair[1].mode))
+            else:
+                await host.send(m.Create(1, rules, pair[0].mode, False))
+                while not isinstance(ok := await host.recv(), m.Ok):
+                    pass
+                await guest.send(m.Join(1, None, ok.data["invite"]))
+            with trio.fail_after(10):
+                while not isinstance(ok := await guest.recv(), m.Ok | m.Error):
+                    pass
+            if isinstance(ok, m.Error):
                 raise _Gone
             pair[0].match = pair[1].match = ok.data["match"]
             return [host, guest]
-        except _Gone:
+        except (_Gone, trio.TooSlowError):
             await trio.sleep(0.2)
 
 
@@ -154,6 +165,7 @@ async def failover_run(
     acknowledged = 0
     started = time.monotonic()
     done = trio.Event()
+    opened = {"quick": 0, "invite": 0}
 
     async def pair_task(slot: int, mode: str) -> None:
         nonlocal acknowledged
@@ -161,7 +173,9 @@ async def failover_run(
         while True:
             pair = _pair(mode, rng, slot * 1000 + n)
             n += 1
-            links = await _open(pair, cluster, rng)
+            quick = n % 2 == 1
+            links = await _open(pair, cluster, rng, slot, quick=quick)
+            opened["quick" if quick else "invite"] += 1
             async with trio.open_nursery() as play:
                 for p, link in zip(pair, links, strict=True):
                     play.start_soon(_player, p, cluster, rng, link)
@@ -200,6 +214,7 @@ async def failover_run(
         "nodes": nodes,
         "kills": kills,
         "matches": len(checked),
+        "opened": opened,
         "verdicts_acknowledged": acknowledged,
         "seconds": round(time.monotonic() - started, 1),
         "ok": not problems,
