@@ -101,7 +101,10 @@ class Cluster:
         """Announce this node; before it takes up its own matches, so that no other node takes
         them meanwhile (a node whose lease runs is not taken over)."""
         public = self.key.public_key().public_bytes_raw()
-        await self.store.register_node(self.node, self.config.addr, public, self._lease_end())
+        now = int(self.wall() * 1000)
+        await self.store.register_node(
+            self.node, self.config.addr, public, now + int(self.config.lease * 1000), now
+        )
         _log.info("node %s registered at %s", self.node, self.config.addr)
 
     def ticket(self, player: str, match: bytes, node: str, addr: str) -> tuple[bytes, bytes]:

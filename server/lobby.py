@@ -381,7 +381,13 @@ class Lobby(LobbyState):
         if waiting is None and self.cluster is not None:
             mid = self._new_id()
             paired = await self.store.queue_pair(
-                self.node, peer.player, key[0], msg.mode, mid.hex(), rules_blob, _now()
+                self.node,
+                peer.player,
+                key[0],
+                msg.mode,
+                mid.hex(),
+                rules_blob,
+                int(self.cluster.wall()),
             )
             if paired is not None:
                 # A player waiting on another node: the match runs here, and it comes over.

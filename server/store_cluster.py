@@ -67,16 +67,22 @@ class ClusterStore(StoreBase):
 
     # -- nodes and leases -------------------------------------------------------------------------
 
-    async def register_node(self, name: str, addr: str, key: bytes, lease_until: int) -> None:
-        """Announce node ``name`` at ``addr`` with its lease; `StoreError` if a node whose lease
-        still runs signs with another key (one cluster, one key: records and tickets)."""
+    async def register_node(
+        self, name: str, addr: str, key: bytes, lease_until: int, now: int
+    ) -> None:
+        """Announce node ``name`` at ``addr`` with its lease (wall-clock milliseconds, as
+        ``now``); `StoreError` if a node whose lease runs at ``now`` signs with another key (one
+        cluster, one key: records and tickets).
+
+        What a previous process of the same node left waiting is gone with its connections: its
+        quick-queue entries and handoffs are dropped, its open matches aborted."""
 
         def run() -> None:
             with self._transaction() as cur:
                 other = self._exec(
                     cur,
                     "SELECT name FROM nodes WHERE key <> ? AND name <> ? AND lease_until > ?",
-                    (key, name, lease_until),
+                    (key, name, now),
                 ).fetchone()
                 if other is not None:
                     raise StoreError(
@@ -89,7 +95,15 @@ class ClusterStore(StoreBase):
                     " VALUES (?, ?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET"
                     " addr = excluded.addr, key = excluded.key,"
                     " lease_until = excluded.lease_until, started = excluded.started",
-                    (name, addr, key, lease_until, lease_until),
+                    (name, addr, key, lease_until, now),
+                )
+                for table in ("quick_queue", "handoffs"):
+                    self._exec(cur, f"DELETE FROM {table} WHERE node = ?", (name,))
+                self._exec(
+                    cur,
+                    "UPDATE matches SET status = 'aborted', finished = ?"
+                    " WHERE status = 'open' AND node = ?",
+                    (now // 1000, name),
                 )
 
         await self._run(run)
@@ -235,18 +249,20 @@ class ClusterStore(StoreBase):
         rules: bytes,
         now: int,
     ) -> Paired | None:
-        """Pair ``player`` of ``node`` with the oldest entry of another node for the same rules:
-        the match ``match_id`` is created playing on ``node`` (the entry's player in seat 0) and
-        the entry's node is handed its player. ``None`` if no such entry is free."""
+        """Pair ``player`` of ``node`` with the oldest entry of another node for the same rules
+        (a node whose lease runs at ``now``, Unix seconds): the match ``match_id`` is created
+        playing on ``node`` (the entry's player in seat 0) and the entry's node is handed its
+        player. ``None`` if no such entry is free."""
 
         def run() -> Paired | None:
             with self._transaction() as cur:
                 row = self._exec(
                     cur,
                     "SELECT id, node, player FROM quick_queue WHERE digest = ? AND mode = ?"
-                    " AND node <> ? AND player <> ? ORDER BY id LIMIT 1"
-                    + self._dialect.claim_rows,
-                    (digest, mode, node, player),
+                    " AND node <> ? AND player <> ?"
+                    " AND node IN (SELECT name FROM nodes WHERE lease_until > ?)"
+                    " ORDER BY id LIMIT 1" + self._dialect.claim_rows,
+                    (digest, mode, node, player, now * 1000),
                 ).fetchone()
                 if row is None:
                     return None
