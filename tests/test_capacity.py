@@ -4,7 +4,7 @@ PostgreSQL's own counters and the processes' CPU time."""
 
 from __future__ import annotations
 
-from seabattle.client.bench.capacity import capacity_run
+from seabattle.client.bench.capacity import capacity_run, pairing_run
 
 
 async def test_a_short_capacity_run_reports_every_figure(postgres_db: str) -> None:
@@ -15,3 +15,10 @@ async def test_a_short_capacity_run_reports_every_figure(postgres_db: str) -> No
     assert result["wal_bytes_per_input"] > 0 and result["pg_commits_per_s"] > 0
     assert result["pg_cpu_s_per_1k_inputs"] > 0 and result["node_cpu_s_per_1k_inputs"] > 0
     assert result["machine"]["cores"] >= 1
+
+
+async def test_pairing_across_nodes_is_measured(postgres_db: str) -> None:
+    result = await pairing_run(postgres_db, rounds=3)
+    # The waiting player hears of its pairing within a few handoff polls (50 ms each).
+    assert 0 < result["handoff_ms_p50"] <= result["handoff_ms_max"] < 2000
+    assert result["empty_look_us_p50"] > 0

@@ -9,7 +9,9 @@ rate limit). Around each run it reads PostgreSQL's own counters - commits, rows 
 journal, WAL bytes - and the CPU time of every ``postgres`` process and of every node, from
 ``/proc``. It prints one JSON object per run: matches and inputs per second, journal rows, WAL
 bytes and commits per match and per input, and the CPU seconds PostgreSQL and the nodes spent
-per thousand inputs, with the machine; the extrapolation to many nodes is in BENCHMARKS.md.
+per thousand inputs, with the machine; the extrapolation to many nodes is in BENCHMARKS.md. Then
+it measures pairing across two nodes (:func:`pairing_run`): how long the waiting player takes to
+hear of its pairing, which the handoff poll bounds, and what one empty poll costs.
 
 Linux only (``/proc``); PostgreSQL on this machine (its processes' CPU is read here).
 """
@@ -21,11 +23,13 @@ import os
 import random
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import click
 import trio
+from seabattle.protocol import messages as m
 
 from .crash import Server, _Link, _pair, _play_until_gone, _setup
 from .figures import machine
@@ -140,6 +144,55 @@ async def capacity_run(db: str, nodes: int, *, pairs: int, seconds: float) -> di
     }
 
 
+async def pairing_run(db: str, rounds: int = 20) -> dict[str, Any]:
+    """Quick matches across two nodes, ``rounds`` times: how long the player who waited on one
+    node takes to hear it was paired (its ``ok``, polled through the store) after the player on
+    the other node was answered; and what one empty look for handoffs costs."""
+    from seabattle.server.store import Store
+
+    folder = Path(tempfile.mkdtemp(prefix="seabattle-pairing-"))
+    servers = [Server(folder, db, ("--node", f"p{i}", "--cluster")) for i in range(2)]
+    for s in servers:
+        await trio.to_thread.run_sync(s.start)
+    waits: list[float] = []
+    try:
+        rng = random.Random(1)
+        for k in range(rounds):
+            a, b = _pair("custody", rng, k)
+            la = await a.connect(servers[0].addr, caps=("redirect",))
+            lb = await b.connect(servers[1].addr, caps=("redirect",))
+            rules = {"preset": "classic", "clocks": {"grace": 30 + k}}  # pairs never mix
+            await la.send(m.Quick(1, rules, "custody"))
+            await trio.sleep(0.2)  # a waits first, in the shared queue
+            await lb.send(m.Quick(1, rules, "custody"))
+            while not isinstance(await lb.recv(), m.Ok):
+                pass
+            answered = time.perf_counter()
+            while not isinstance(await la.recv(), m.Ok):
+                pass
+            waits.append(time.perf_counter() - answered)
+            for link in (la, lb):
+                await link.stream.aclose()
+        async with Store.open(db) as store:
+            looks = []
+            for _ in range(200):
+                t = time.perf_counter()
+                await store.take_handoffs("nobody")
+                looks.append(time.perf_counter() - t)
+    finally:
+        for s in servers:
+            await trio.to_thread.run_sync(s.stop)
+    waits.sort()
+    looks.sort()
+    return {
+        "pairings": rounds,
+        "handoff_ms_p50": round(waits[len(waits) // 2] * 1000, 1),
+        "handoff_ms_max": round(waits[-1] * 1000, 1),
+        "empty_look_us_p50": round(looks[len(looks) // 2] * 1e6),
+        "machine": machine(),
+    }
+
+
 @click.command()
 @click.option("--db", required=True, help="A PostgreSQL URL (a fresh database) on this machine.")
 @click.option("--nodes", default="1,3", show_default=True, help="Cluster sizes to run, in turn.")
@@ -148,8 +201,9 @@ async def capacity_run(db: str, nodes: int, *, pairs: int, seconds: float) -> di
 def main(db: str, nodes: str, pairs: int, seconds: float) -> None:
     """Measure what PostgreSQL spends per match and per input, for 1 and 3 nodes."""
     for n in (int(x) for x in nodes.split(",")):
-        result = trio.run(lambda n=n: capacity_run(db, n, pairs=pairs, seconds=seconds))
+        result = trio.run(partial(capacity_run, db, n, pairs=pairs, seconds=seconds))
         click.echo(json.dumps(result))
+    click.echo(json.dumps(trio.run(pairing_run, db)))
 
 
 if __name__ == "__main__":
