@@ -13,7 +13,11 @@ order they were queued. On SQLite the batch is written from the event loop itsel
 connection of the journal's own (:class:`DirectWriter`): a WAL commit is a write into the page
 cache, cheaper than the two thread switches of a worker-thread round trip, which cost as much as
 the rest of a shot. Only when another writer holds the database (a record being stored) does the
-batch go the store's way, in a worker thread; PostgreSQL always goes that way.
+batch go the store's way, in a worker thread; PostgreSQL always goes that way. On SQLite the rows
+land in ``journal_log``, a table with no index to update (one page per batch instead of one per
+match in it); every ``compact_every`` rows the journal has the store move that log's rows of
+running matches into ``journal`` in bulk, in a worker thread, and drop those of ended matches
+(:meth:`~.store_journal.JournalStore.compact_journal`), and once more when it stops.
 :meth:`Journal.after` queues sends with no row of their own behind the rows before them (a
 snapshot, a status), so that nothing overtakes. A batch that cannot be written releases nothing:
 its matches are told and ended (``failed``).
@@ -65,6 +69,9 @@ class RowStore(Protocol):
 
     async def append_journal(self, rows: list[Row]) -> None:
         """Store ``rows`` in one transaction."""
+
+    async def compact_journal(self) -> bool:
+        """Move some of the oldest stored rows to where they are kept; whether any are left."""
 
 
 class Clock:
@@ -140,6 +147,9 @@ def replay(core: Referee, entries: Iterable[bytes], clock: Clock) -> None:
             raise ReplayError(f"entry {n}: {type(err).__name__}: {err}") from None
 
 
+_INSERT = "INSERT INTO journal_log (match_id, n, entry) VALUES (?, ?, ?)"
+
+
 class DirectWriter:
     """Journal rows written from the event loop, on a SQLite connection of their own.
 
@@ -162,7 +172,10 @@ class DirectWriter:
         except sqlite3.OperationalError:
             return False
         try:
-            conn.executemany("INSERT INTO journal (match_id, n, entry) VALUES (?, ?, ?)", rows)
+            if len(rows) == 1:
+                conn.execute(_INSERT, rows[0])
+            else:
+                conn.executemany(_INSERT, rows)
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -190,15 +203,23 @@ class Journal:
     """The server's group-commit writer; see the module docstring."""
 
     def __init__(
-        self, store: RowStore, *, window: float = 0.0, direct: DirectWriter | None = None
+        self,
+        store: RowStore,
+        *,
+        window: float = 0.0,
+        direct: DirectWriter | None = None,
+        compact_every: int = 8192,
     ) -> None:
         """A journal writing to ``store``; ``direct``: the fast way for a SQLite store (closed
-        when :meth:`run` ends)."""
+        when :meth:`run` ends); ``compact_every``: rows written between compactions."""
         self.store = store
         self.window = window
         self.direct = direct
+        self.compact_every = compact_every
         self._queue: list[_Held] = []
         self._wake = trio.Event()
+        self._compact = trio.Event()
+        self._since = 0  #: rows written since the last compaction was asked for
         self.batches = 0  #: transactions written
         self.rows = 0  #: rows written
 
@@ -228,19 +249,37 @@ class Journal:
         """Write batches until cancelled; what is queued when cancelled is written first."""
         task_status.started()
         try:
-            while True:
-                await self._wake.wait()
-                self._wake = trio.Event()
-                if self.window > 0:
-                    await trio.sleep(self.window)
-                else:
-                    await trio.lowlevel.checkpoint()
-                await self._flush()
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._compactor)
+                while True:
+                    await self._wake.wait()
+                    self._wake = trio.Event()
+                    if self.window > 0:
+                        await trio.sleep(self.window)
+                    else:
+                        await trio.lowlevel.checkpoint()
+                    await self._flush()
         finally:
             with trio.CancelScope(shield=True):
                 await self._flush()
+                await self._compact_all()
             if self.direct is not None:
                 self.direct.close()
+
+    async def _compactor(self) -> None:
+        while True:
+            await self._compact.wait()
+            self._compact = trio.Event()
+            await self._compact_all()
+
+    async def _compact_all(self) -> None:
+        """Have the store move what the log holds, a chunk per transaction (it is not needed for
+        anything but to keep the log short: a failure is logged, and the next one tries again)."""
+        try:
+            while await self.store.compact_journal():
+                pass
+        except Exception:
+            _log.exception("journal compaction failed")
 
     async def _flush(self) -> None:
         batch, self._queue = self._queue, []
@@ -258,9 +297,12 @@ class Journal:
             return
         self.batches += 1
         self.rows += len(rows)
+        self._since += len(rows)
+        if self._since >= self.compact_every:
+            self._since = 0
+            self._compact.set()
         for h in batch:
             try:
                 h.release()
             except Exception:  # one peer's failure must not hold back the others' sends
                 _log.exception("releasing journaled sends failed")
-

@@ -216,6 +216,23 @@ def _move_cosigned_copies(conn: Connection, dialect: Dialect) -> None:
         )
 
 
+def _journal_log(conn: Connection, dialect: Dialect) -> None:
+    """Migration 6: ``journal_log``, where a SQLite store's journal rows land first.
+
+    Inserting into ``journal`` touches its ``(match_id, n)`` index at one page per match in the
+    batch, on every batch; a table keyed by the row number alone takes every row at its end. The
+    store moves the rows of running matches into ``journal`` in bulk, sorted, and forgets the
+    rest (``store_journal.JournalStore.compact_journal``). On SQLite the key is a plain row number
+    (no ``AUTOINCREMENT``, whose counter is one more page per write). PostgreSQL writes straight to
+    ``journal`` (its row numbers are not in commit order) and leaves this table empty.
+    """
+    key = "INTEGER PRIMARY KEY" if dialect.name == "sqlite" else dialect.serial_pk
+    conn.execute(
+        f"CREATE TABLE journal_log (id {key}, match_id TEXT NOT NULL, n INTEGER NOT NULL,"
+        f" entry {dialect.blob} NOT NULL)"
+    )
+
+
 MIGRATIONS: Sequence[tuple[int, Sequence[MigrationStep]]] = (
     (
         1,
@@ -365,6 +382,14 @@ MIGRATIONS: Sequence[tuple[int, Sequence[MigrationStep]]] = (
             # player of another node join, since the match then runs there.
             "ALTER TABLE matches ADD COLUMN movable INTEGER",
             "CREATE UNIQUE INDEX matches_by_invite ON matches (invite)",
+        ),
+    ),
+    (
+        6,
+        (
+            # The journal's tail (server/journal.py, store_journal.py): rows in the order they
+            # were stored, no index but the row number, moved into ``journal`` in bulk.
+            _journal_log,
         ),
     ),
 )

@@ -3,6 +3,15 @@
 A running match's journal (``server/journal.py``) is appended in batches, read whole when the
 server starts again, and dropped when the match ends (its record then holds what matters). Resume
 tokens are kept as SHA-256 hashes: a stolen database gives no token that resumes anything.
+
+On SQLite the rows land in ``journal_log`` (schema 6), in the order they are stored, with no index
+to update: one page at the table's end per batch, where ``journal``'s ``(match_id, n)`` index took
+one page per match in the batch. :meth:`JournalStore.compact_journal` moves the log's rows of
+running matches into ``journal`` in bulk (sorted, so that each index page is written once per
+chunk, not once per batch) and drops the rest: at bot speed most rows belong to matches that have
+ended by then, and are never copied. Reading a journal compacts first, in the same transaction,
+so ``journal`` alone answers. PostgreSQL writes to ``journal`` directly (its identity values are
+not in commit order, so a prefix of the log could not be moved safely while others insert).
 """
 
 from __future__ import annotations
@@ -10,10 +19,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
+from .schema import Cursor
 from .store_base import StoreBase
 from .store_rows import _MATCH_COLS, MatchRow, _check_match_id, _match
 
-__all__ = ["JournalStore", "token_hash"]
+__all__ = ["COMPACT_CHUNK", "JournalStore", "token_hash"]
+
+COMPACT_CHUNK = 2048
+"""Rows of ``journal_log`` moved per transaction: a few milliseconds of holding the write lock."""
 
 
 def token_hash(token: bytes) -> bytes:
@@ -26,22 +39,61 @@ class JournalStore(StoreBase):
 
     async def append_journal(self, rows: Sequence[tuple[str, int, bytes]]) -> None:
         """Store journal ``rows`` (match id, entry number, entry) in one transaction."""
+        table = "journal_log" if self._dialect.name == "sqlite" else "journal"
 
         def run() -> None:
             with self._transaction() as cur:
                 cur.executemany(
-                    self._dialect.sql("INSERT INTO journal (match_id, n, entry) VALUES (?, ?, ?)"),
+                    self._dialect.sql(f"INSERT INTO {table} (match_id, n, entry) VALUES (?, ?, ?)"),
                     rows,
                 )
 
         await self._run(run)
 
+    async def compact_journal(self, chunk: int = COMPACT_CHUNK) -> bool:
+        """Move up to ``chunk`` of the oldest rows of ``journal_log`` into ``journal`` (those of
+        matches still open or playing; the others are dropped), in one transaction; whether any
+        are left. Nothing to do on PostgreSQL."""
+        if self._dialect.name != "sqlite":
+            return False
+
+        def run() -> bool:
+            with self._transaction() as cur:
+                return self._compact(cur, chunk)
+
+        return await self._run(run)
+
+    def _compact(self, cur: Cursor, chunk: int | None) -> bool:
+        """In a write transaction: move ``chunk`` rows of the log (all if ``None``)."""
+        lo, hi = cur.execute("SELECT MIN(id), MAX(id) FROM journal_log").fetchone()
+        if lo is None:
+            return False
+        upto = hi if chunk is None else min(hi, lo + chunk - 1)
+        # OR IGNORE: an entry already in the journal (only a second process refereeing the same
+        # match could have written one twice) keeps the one stored first.
+        cur.execute(
+            "INSERT OR IGNORE INTO journal (match_id, n, entry)"
+            " SELECT l.match_id, l.n, l.entry FROM journal_log AS l WHERE l.id <= ? AND EXISTS"
+            " (SELECT 1 FROM matches AS m WHERE m.id = l.match_id"
+            " AND m.status IN ('open', 'playing'))"
+            " ORDER BY l.match_id, l.n",
+            (upto,),
+        )
+        cur.execute("DELETE FROM journal_log WHERE id <= ?", (upto,))
+        return bool(upto < hi)
+
     async def journal(self, match_id: str) -> list[bytes]:
         """The journal of ``match_id``, in order (empty if it has none)."""
         _check_match_id(match_id)
+        query = "SELECT entry FROM journal WHERE match_id = ? ORDER BY n"
 
         def run() -> list[bytes]:
-            rows = self._all("SELECT entry FROM journal WHERE match_id = ? ORDER BY n", (match_id,))
+            if self._dialect.name != "sqlite":
+                rows = self._all(query, (match_id,))
+            else:
+                with self._transaction() as cur:  # the log first: all of it, then one read
+                    self._compact(cur, None)
+                    rows = cur.execute(query, (match_id,)).fetchall()
             return [bytes(r[0]) for r in rows]
 
         return await self._run(run)
@@ -69,6 +121,8 @@ class JournalStore(StoreBase):
         def run() -> None:
             with self._transaction() as cur:
                 self._exec(cur, "DELETE FROM journal WHERE match_id = ?", (match_id,))
+                if self._dialect.name == "sqlite":
+                    self._exec(cur, "DELETE FROM journal_log WHERE match_id = ?", (match_id,))
 
         await self._run(run)
 

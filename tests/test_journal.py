@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,15 @@ from seabattle.protocol.fleet import random_fleet
 from seabattle.protocol.referee import Referee
 from seabattle.protocol.rules import preset
 from seabattle.protocol.verdict import Defender
-from seabattle.server.journal import Clock, Journal, ReplayError, entry, replay, started
+from seabattle.server.journal import (
+    Clock,
+    DirectWriter,
+    Journal,
+    ReplayError,
+    entry,
+    replay,
+    started,
+)
 from seabattle.server.store import Store
 
 MID = bytes(range(16))
@@ -125,3 +134,59 @@ async def test_a_corrupted_entry_names_itself() -> None:
     again = Referee(match_id=MID, rules=ref.rules, mode="blind", players=PLAYERS, lot=bytes(32))
     with pytest.raises(ReplayError, match=r"^entry 3: "):
         replay(again, rows, clock)
+
+
+def _in_table(path: Path, table: str) -> list[tuple[str, int]]:
+    with sqlite3.connect(path) as conn:
+        return list(conn.execute(f"SELECT match_id, n FROM {table} ORDER BY match_id, n"))
+
+
+async def test_the_log_is_moved_into_the_journal_and_what_ended_is_dropped(tmp_path: Path) -> None:
+    # SQLite: rows land in journal_log (no index to update) and are moved in bulk, sorted, into
+    # journal; the rows of a match that ended are never copied.
+    db = tmp_path / "db.sqlite"
+    async with Store.open(db) as store:
+        await _seed(store)
+        other = bytes(16).hex()
+        await store.create_match(other, b"r", "blind", *PLAYERS, 0, status="playing")
+        writer = DirectWriter(str(db))
+        assert writer.write([(MID.hex(), 0, b"a0"), (other, 0, b"b0")])
+        await store.append_journal([(MID.hex(), 1, b"a1"), (other, 1, b"b1")])  # the store's way
+        writer.close()
+        assert len(_in_table(db, "journal_log")) == 4 and _in_table(db, "journal") == []
+        await store.finish_match(other, {"winner": 0}, 1)
+        # One chunk at a time: two rows, then the other two.
+        assert await store.compact_journal(chunk=2) is True
+        assert await store.compact_journal(chunk=2) is False
+        assert _in_table(db, "journal_log") == []
+        assert _in_table(db, "journal") == [(MID.hex(), 0), (MID.hex(), 1)]
+        await store.append_journal([(MID.hex(), 2, b"a2")])
+        # A read takes the log and the journal together, in order (the log is moved first).
+        assert await store.journal(MID.hex()) == [b"a0", b"a1", b"a2"]
+        assert await store.journal(other) == []
+        assert await store.compact_journal() is False
+
+
+async def test_the_journal_compacts_as_it_goes_and_when_it_stops(tmp_path: Path) -> None:
+    db = tmp_path / "db.sqlite"
+    async with Store.open(db) as store:
+        await _seed(store)
+        journal = Journal(store, direct=DirectWriter(str(db)), compact_every=2)
+
+        async def stored(n: int) -> None:
+            done = trio.Event()
+            journal.append((MID.hex(), n, entry("tick", float(n))), done.set)
+            await done.wait()
+
+        async with trio.open_nursery() as nursery:
+            await nursery.start(journal.run)
+            for n in range(3):
+                await stored(n)
+            while len(_in_table(db, "journal")) < 2:
+                await trio.sleep(0.001)  # the first two rows asked for a compaction
+            await stored(3)
+            nursery.cancel_scope.cancel()
+        # Stopping moved what was left.
+        assert _in_table(db, "journal_log") == []
+        assert _in_table(db, "journal") == [(MID.hex(), n) for n in range(4)]
+        assert await store.journal(MID.hex()) == [entry("tick", float(n)) for n in range(4)]
