@@ -48,6 +48,7 @@ from seabattle.protocol import messages as m
 from seabattle.protocol.referee import Referee
 
 __all__ = [
+    "ONE_STATEMENT",
     "Clock",
     "DirectWriter",
     "Journal",
@@ -149,6 +150,14 @@ def replay(core: Referee, entries: Iterable[bytes], clock: Clock) -> None:
 
 _INSERT = "INSERT INTO journal_log (match_id, n, entry) VALUES (?, ?, ?)"
 
+#: Batches of up to this many rows are written as one statement (one ``INSERT`` with a row of
+#: values each), which in autocommit mode is a transaction of its own.
+ONE_STATEMENT = 32
+_VALUES = [""] + [
+    "INSERT INTO journal_log (match_id, n, entry) VALUES " + ", ".join(["(?, ?, ?)"] * k)
+    for k in range(1, ONE_STATEMENT + 1)
+]
+
 
 class DirectWriter:
     """Journal rows written from the event loop, on a SQLite connection of their own.
@@ -156,7 +165,9 @@ class DirectWriter:
     It never waits: a database another connection is writing to (``busy_timeout`` 0) makes
     :meth:`write` answer ``False``, and the journal writes that batch in a worker thread instead.
     It never checkpoints either (``wal_autocheckpoint`` 0): the store's own connection does, in
-    its thread, so that no checkpoint's fsync lands on the event loop.
+    its thread, so that no checkpoint's fsync lands on the event loop. A batch of up to
+    :data:`ONE_STATEMENT` rows is one statement in autocommit mode, without a ``BEGIN`` and a
+    ``COMMIT`` of its own (two statements, ~10 µs, of a ~30 µs batch).
     """
 
     def __init__(self, path: str) -> None:
@@ -167,15 +178,19 @@ class DirectWriter:
     def write(self, rows: list[Row]) -> bool:
         """Store ``rows`` in one transaction; ``False`` (nothing stored) if the database is busy."""
         conn = self._conn
+        if len(rows) <= ONE_STATEMENT:
+            try:
+                # One statement: it stores every row or none.
+                conn.execute(_VALUES[len(rows)], [v for row in rows for v in row])
+            except sqlite3.OperationalError:
+                return False  # busy (or worse: the store's way will say what)
+            return True
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError:
             return False
         try:
-            if len(rows) == 1:
-                conn.execute(_INSERT, rows[0])
-            else:
-                conn.executemany(_INSERT, rows)
+            conn.executemany(_INSERT, rows)
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:

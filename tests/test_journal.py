@@ -15,6 +15,7 @@ from seabattle.protocol.referee import Referee
 from seabattle.protocol.rules import preset
 from seabattle.protocol.verdict import Defender
 from seabattle.server.journal import (
+    ONE_STATEMENT,
     Clock,
     DirectWriter,
     Journal,
@@ -190,3 +191,24 @@ async def test_the_journal_compacts_as_it_goes_and_when_it_stops(tmp_path: Path)
         assert _in_table(db, "journal_log") == []
         assert _in_table(db, "journal") == [(MID.hex(), n) for n in range(4)]
         assert await store.journal(MID.hex()) == [entry("tick", float(n)) for n in range(4)]
+
+
+@pytest.mark.parametrize("size", [1, ONE_STATEMENT, ONE_STATEMENT + 1])
+async def test_the_direct_writer_stores_a_batch_whole_or_not_at_all(
+    tmp_path: Path, size: int
+) -> None:
+    db = tmp_path / "db.sqlite"
+    async with Store.open(db) as store:
+        await _seed(store)
+    rows = [(MID.hex(), n, entry("tick", float(n))) for n in range(size)]
+    writer = DirectWriter(str(db))
+    try:
+        with sqlite3.connect(db, isolation_level=None) as other:
+            other.execute("BEGIN IMMEDIATE")  # another writer holds the database
+            assert writer.write(rows) is False
+            other.execute("ROLLBACK")
+        assert _in_table(db, "journal_log") == []
+        assert writer.write(rows) is True
+        assert _in_table(db, "journal_log") == [(MID.hex(), n) for n in range(size)]
+    finally:
+        writer.close()
