@@ -153,11 +153,11 @@ class LobbyState:
 
     def _cancel_open(self, mid: bytes) -> None:
         self._take_open(mid)
-        self.nursery.start_soon(self._abort_quietly, mid.hex())
+        self.nursery.start_soon(self._abort_quietly, mid.hex(), True)
 
-    async def _abort_quietly(self, match_hex: str) -> None:
+    async def _abort_quietly(self, match_hex: str, if_open: bool = False) -> None:
         try:
-            await self.store.abort_match(match_hex, _now())
+            await self.store.abort_match(match_hex, _now(), if_open=if_open)
         except Exception:
             ContextLog(_log, {"match": match_hex}).exception("abort failed")
 

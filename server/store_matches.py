@@ -121,18 +121,29 @@ class MatchStore(StoreBase):
         """
         await self._end_match(match_id, "finished", _json(result), now)
 
-    async def abort_match(self, match_id: str, now: int, reason: str | None = None) -> None:
+    async def abort_match(
+        self, match_id: str, now: int, reason: str | None = None, *, if_open: bool = False
+    ) -> None:
         """Mark an open or playing match aborted (not rated; ``reason``, if given, is kept as its
-        result ``{"aborted": reason}``); repeating is harmless."""
+        result ``{"aborted": reason}``); repeating is harmless. ``if_open``: only a match still
+        open (a host cancelling, while a player of another node may be joining it)."""
         result = None if reason is None else _json({"aborted": reason})
-        await self._end_match(match_id, "aborted", result, now)
+        await self._end_match(match_id, "aborted", result, now, if_open=if_open)
 
     async def _end_match(
-        self, match_id: str, status: MatchStatus, result: str | None, now: int
+        self,
+        match_id: str,
+        status: MatchStatus,
+        result: str | None,
+        now: int,
+        *,
+        if_open: bool = False,
     ) -> None:
         def run() -> None:
             with self._transaction() as cur:
                 match = self._match_for_update(cur, match_id)
+                if if_open and match.status != "open":
+                    return  # joined meanwhile: it runs, on the node that joined it
                 if match.status in ("open", "playing"):
                     self._exec(
                         cur,

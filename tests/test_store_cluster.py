@@ -143,3 +143,14 @@ async def test_an_open_match_is_joined_from_another_node_once(db: str) -> None:
         await store.create_match("8" * 32, RULES, "blind", ALICE, None, NOW, node="a")
         with pytest.raises(StoreError, match="only be joined on node a"):
             await store.join_open("8" * 32, BOB, "b", NOW)
+
+
+async def test_a_host_cancelling_does_not_abort_a_match_another_node_just_joined(db: str) -> None:
+    async with Store.open(db) as store:
+        await seed(store, ALICE, BOB)
+        await _nodes(store, "a", "b")
+        mid = "9" * 32
+        await store.create_match(mid, RULES, "blind", ALICE, None, NOW, node="a", movable=True)
+        await store.join_open(mid, BOB, "b", NOW)  # b joins as alice's node lets her go
+        await store.abort_match(mid, NOW, if_open=True)
+        assert await store.match_node(mid) == ("b", "playing")
