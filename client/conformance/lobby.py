@@ -10,9 +10,11 @@ from __future__ import annotations
 import os
 import secrets
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.protocol import messages as m
 from seabattle.protocol.errors import ErrorCode
 from seabattle.protocol.rules import rules_from_dict
+from seabattle.protocol.ticket import Ticket, issue_ticket
 
 from .probe import RULES, _err, _short, describe
 from .results import CaseFailed, Trace
@@ -225,3 +227,24 @@ async def _no_record(s: Suite, t: Trace) -> None:
     ans = await p.request(lambda i: m.GetRecord(i, os.urandom(16)))
     if not isinstance(ans, m.Error) or ans.code != int(ErrorCode.NO_SUCH_RECORD):
         raise CaseFailed(f"expected NO_SUCH_RECORD, got {describe(ans)}")
+
+
+@case(
+    "5.3-redeem-forged",
+    "5.3 Receiver rules: lobby requests",
+    "A forged ticket",
+    "**`redeem`** (a node of a cluster, 4.10): check `sig` with the cluster key and decode "
+    "`ticket`; a signature that does not verify [...]: `BAD_TICKET`. A server that is no "
+    "cluster node: `BAD_TICKET`.",
+    "error{BAD_TICKET}, whether or not the server is a node of a cluster",
+)
+async def _redeem_forged(s: Suite, t: Trace) -> None:
+    p = await s.player(t, "A")
+    # A well-formed ticket for this player, signed by a key that is not the server's.
+    body, sig = issue_ticket(
+        Ed25519PrivateKey.generate(),
+        Ticket(p.player, os.urandom(16), "elsewhere", "127.0.0.1:1", 2**40),
+    )
+    ans = await p.request(lambda i: m.Redeem(i, body, sig))
+    if not isinstance(ans, m.Error) or ans.code != int(ErrorCode.BAD_TICKET):
+        raise CaseFailed(f"expected BAD_TICKET, got {describe(ans)}")
