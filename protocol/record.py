@@ -4,10 +4,14 @@ Theory of operation (``spec/protocol.md`` section "Records"):
 
 * A *record* is a map::
 
-      {"v": 1, "match": id16, "rules": RuleSet.to_dict(), "players": [key0, key1],
+      {"v": 2, "match": id16, "rules": RuleSet.to_dict(), "players": [key0, key1],
        "referee": key | None, "games": [game, ...], "result": Match.to_dict()}
       game = {"number": n, "first": seat, "transcript": Game.transcript,
-              "roots": [root0, root1], "outcome": Outcome.to_dict() | None}
+              "roots": [root0, root1], "outcome": {"winner", "reason", "detail": ""} | None}
+
+  The outcome in a record carries its machine-readable ``reason`` only: ``detail`` is ``""``,
+  since its prose is this implementation's and another could not sign the same head (the prose
+  travels unsigned, in ``game_over``). Version 1 records kept the prose; they still verify.
 
   Keys are raw 32-byte Ed25519 public keys; ``referee`` is ``None`` in peer play. The transcript is
   the list of inputs the referee's :class:`~.game.Game` accepted, in order, in their wire form: the
@@ -59,10 +63,12 @@ __all__ = [
     "seal",
     "sign_as",
     "sign_record",
+    "signed_outcome",
     "verify_record",
 ]
 
-RECORD_VERSION = 1
+RECORD_VERSION = 2
+"""The record format this code writes (``v``); :func:`verify_record` reads version 1 too."""
 ROLES = ("referee", "seat0", "seat1")
 _HEAD_PREFIX = b"seabattle/v1/record\x00"
 
@@ -110,7 +116,7 @@ def build_record(
                 "first": g.first,
                 "transcript": list(g.transcript),
                 "roots": list(g.roots),
-                "outcome": g.outcome.to_dict() if g.outcome else None,
+                "outcome": signed_outcome(g.outcome.to_dict()) if g.outcome else None,
             }
             for g in match.games
         ],
@@ -118,6 +124,12 @@ def build_record(
     }
     built: dict[str, Any] = canonical(record)
     return built
+
+
+def signed_outcome(outcome: dict[str, Any]) -> dict[str, Any]:
+    """``outcome`` as a version-2 record holds it: what every implementation computes alike (the
+    winner and the reason), with the prose ``detail`` left out (``""``)."""
+    return {**outcome, "detail": ""}
 
 
 _PLAIN = frozenset({bytes, str, int, bool, type(None)})

@@ -18,10 +18,38 @@ from .errors import ProtocolError
 from .game import Game, Phase
 from .inputs import input_from_entry
 from .match import Match
-from .record import RECORD_VERSION, ROLES, RecordError, _pack, record_head
+from .record import RECORD_VERSION, ROLES, RecordError, _pack, record_head, signed_outcome
 from .rules import BadRules, rules_from_dict
 
-__all__ = ["GameSummary", "VerifyReport", "verify_record"]
+__all__ = ["REASONS", "GameSummary", "VerifyReport", "verify_record"]
+
+#: The record versions this verifier reads (``v``): version 1 kept the outcome's prose ``detail``
+#: in the head, version 2 leaves it out (``spec/protocol.md`` 11.1).
+VERSIONS = (1, RECORD_VERSION)
+
+#: Why a record fails verification: the slug that starts each problem, in the order the checks
+#: run (``spec/protocol.md`` 11.3 is generated from this). The slugs are normative; the text after
+#: the colon is not.
+REASONS: dict[str, str] = {
+    "malformed": "The signed record does not have the shape of 11.1 and 11.2 (key sets, `v`, "
+    "sizes of ids, keys and signatures, roles), or has no canonical encoding.",
+    "missing_signature": "A required signature is absent: the referee's in refereed play, both "
+    "seats' in peer play.",
+    "wrong_key": "A signature is by another key than the record names for its role (or is a "
+    "referee signature on a peer-play record).",
+    "bad_signature": "A signature does not verify over the head.",
+    "untrusted_referee": "The verifier was told which referee key to trust, and the record names "
+    "another (or none).",
+    "bad_rules": "The rule set cannot be built, or `rules` is not its full form exactly.",
+    "transcript_invalid": "A game's transcript does not replay: an entry the game refuses, an "
+    "entry not in the form the game logs, a game numbered out of order, or a game after one that "
+    "did not end.",
+    "first_mismatch": "A game's recorded `first` differs from the replay's.",
+    "roots_mismatch": "A game's recorded `roots` differ from the committed ones.",
+    "outcome_mismatch": "A game's recorded outcome differs from the replay's (version 2: winner "
+    "and reason, and `detail` is empty; version 1: the whole outcome).",
+    "result_mismatch": "The match `result` differs from the replay's.",
+}
 
 _RECORD_KEYS = frozenset({"v", "match", "rules", "players", "referee", "games", "result"})
 _GAME_KEYS = frozenset({"number", "first", "transcript", "roots", "outcome"})
@@ -55,10 +83,8 @@ class GameSummary:
 class VerifyReport:
     """The verdict on a signed record.
 
-    ``reason`` is the first problem found (empty when ``ok``); it starts with a stable slug:
-    ``malformed``, ``missing_signature``, ``wrong_key``, ``bad_signature``, ``bad_rules``,
-    ``transcript_invalid``, ``first_mismatch``, ``roots_mismatch``, ``outcome_mismatch`` or
-    ``result_mismatch``. ``problems`` lists every problem found, in that order.
+    ``reason`` is the first problem found (empty when ``ok``); it starts with a stable slug, one
+    of :data:`REASONS`. ``problems`` lists every problem found, in the order of :data:`REASONS`.
     """
 
     ok: bool
@@ -92,8 +118,10 @@ def _check_shape(signed: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     rec, sigs = signed["record"], signed["sigs"]
     if not isinstance(rec, dict) or set(rec) != _RECORD_KEYS:
         raise RecordError(f"a record is a map of {', '.join(sorted(_RECORD_KEYS))}")
-    if rec["v"] != RECORD_VERSION or not _is_int(rec["v"]):
-        raise RecordError(f"record version {rec['v']!r}; this verifier reads {RECORD_VERSION}")
+    if not _is_int(rec["v"]) or rec["v"] not in VERSIONS:
+        raise RecordError(
+            f"record version {rec['v']!r}; this verifier reads {', '.join(map(str, VERSIONS))}"
+        )
     if not isinstance(rec["match"], bytes) or len(rec["match"]) != 16:
         raise RecordError("match is a 16-byte id")
     players = rec["players"]
@@ -185,7 +213,7 @@ def _describe(o: dict[str, Any] | None) -> str:
 
 
 def _replay_game(
-    m: Match, gd: dict[str, Any], number: int, problems: list[str]
+    m: Match, gd: dict[str, Any], number: int, problems: list[str], version: int
 ) -> tuple[GameSummary, bool]:
     """Replay one game into ``m``; returns its summary and whether the match replay may go on."""
     summary = GameSummary(number)
@@ -227,6 +255,8 @@ def _replay_game(
     summary.shots = len(g.shots)
     replayed = _outcome(g)
     summary.outcome = replayed
+    # What the head holds: in version 2 the prose is not signed (the report still shows it).
+    signed = signed_outcome(replayed) if version >= 2 and replayed is not None else replayed
     start = len(problems)
     if gd["first"] != g.first:
         problems.append(
@@ -235,7 +265,7 @@ def _replay_game(
         )
     if gd["roots"] != list(g.roots):
         problems.append(f"roots_mismatch: game {number} recorded roots are not the committed ones")
-    if not _same(gd["outcome"], replayed):
+    if not _same(gd["outcome"], signed):
         why = "" if g.outcome else f" (the game stopped in phase {g.phase.value})"
         problems.append(
             f"outcome_mismatch: game {number} recorded {_describe(gd['outcome'])}, "
@@ -250,10 +280,12 @@ def _replay_game(
     return summary, False
 
 
-def verify_record(signed: Any) -> VerifyReport:
+def verify_record(signed: Any, *, referee_key: bytes | None = None) -> VerifyReport:
     """Verify a signed record from itself alone: signatures, then a replay of every game.
 
-    Never raises on bad input: every problem is named in the report.
+    ``referee_key`` pins the referee: a record that names another referee (or none: peer play)
+    fails with ``untrusted_referee``. Never raises on bad input: every problem is named in the
+    report.
     """
     try:
         rec, sigs = _check_shape(signed)
@@ -264,6 +296,9 @@ def verify_record(signed: Any) -> VerifyReport:
         signatures = _check_signatures(rec, sigs, problems)
     except (TypeError, ValueError, OverflowError) as e:  # no canonical form: cannot be signed
         return VerifyReport(False, f"malformed: {e}", [f"malformed: {e}"])
+    if referee_key is not None and rec["referee"] != referee_key:
+        named = "no referee" if rec["referee"] is None else f"referee {rec['referee'].hex()}"
+        problems.append(f"untrusted_referee: the record names {named}, not {referee_key.hex()}")
     games: list[GameSummary] = []
     try:
         rules = rules_from_dict(rec["rules"])
@@ -274,7 +309,7 @@ def verify_record(signed: Any) -> VerifyReport:
             problems.append("bad_rules: the rules are not in their full canonical form")
         m = Match(rules, rec["match"], compact=False)
         for number, gd in enumerate(rec["games"], 1):
-            summary, go_on = _replay_game(m, gd, number, problems)
+            summary, go_on = _replay_game(m, gd, number, problems, rec["v"])
             games.append(summary)
             if not go_on:
                 if number < len(rec["games"]):

@@ -189,3 +189,19 @@ def test_serve_starts_and_stops_on_sigint(tmp_path: Path) -> None:
         assert proc.wait(timeout=20) == 0
     finally:
         proc.kill()
+
+
+def test_verify_pins_the_referee_key(tmp_path: Path) -> None:
+    from seabattle.protocol.record import build_record, seal
+    from test_record import BEST_OF_3, OTHER, PLAYERS, REFEREE, match_of
+
+    record = build_record(match_of(BEST_OF_3, 5), PLAYERS, REFEREE.public_key())
+    path = tmp_path / "refereed.sbr"
+    path.write_bytes(dump_record(seal(record, [("referee", REFEREE)])))
+    mine = REFEREE.public_key().public_bytes_raw().hex()
+    assert run("verify", "--referee-key", mine, str(path)).exit_code == 0
+    other = OTHER.public_key().public_bytes_raw().hex()
+    r = run("verify", "--referee-key", other, str(path))
+    assert r.exit_code == 1 and "untrusted_referee" in r.output
+    r = CliRunner().invoke(main, ["verify", "--referee-key", "not-a-key", str(path)])
+    assert r.exit_code == 2 and "--referee-key" in r.output

@@ -388,3 +388,58 @@ def test_a_signed_record_is_canonical_as_built(refereed: Record) -> None:
     signed = cosign(by_referee(refereed), SEAT1, "seat1")
     assert dump_record(signed) == canonical_pack(signed)
     assert list(signed["sigs"][0]) == sorted(signed["sigs"][0])  # packs without a rebuild
+
+
+# -- revision 3: the head holds what every implementation computes, and the referee can be pinned
+
+
+def _resigned() -> Record:
+    """A one-game match that seat 1 resigned: its outcome has prose (``seat 1 resigned``)."""
+    rng = random.Random(9)
+    rules = preset("classic-8x8")
+    m = Match(rules, rng.randbytes(16))
+    g = m.new_game(None)
+    for seat in (0, 1):
+        c = Committed(rules, random_fleet(rules, rng), rng.randbytes(32), m.match_id, 1, seat)
+        g.commit(seat, c.commitment)
+    g.resign(1)
+    m.game_over()
+    assert g.outcome is not None and g.outcome.detail  # the live outcome says it in words
+    return build_record(m, PLAYERS, REFEREE.public_key())
+
+
+def test_a_records_outcome_holds_the_reason_and_not_the_prose() -> None:
+    record = _resigned()
+    assert record["v"] == 2
+    assert record["games"][0]["outcome"] == {"winner": 0, "reason": "resigned", "detail": ""}
+    report = verify_record(by_referee(record))
+    assert report.ok, report.reason
+    assert report.games[0].outcome is not None and report.games[0].outcome["detail"]
+
+
+def test_prose_in_a_version_2_head_is_an_outcome_mismatch() -> None:
+    record = _resigned()
+    record["games"][0]["outcome"]["detail"] = "seat 1 resigned"
+    assert reason_of(by_referee(record)).startswith("outcome_mismatch: game 1 ")
+
+
+def test_a_version_1_record_with_its_prose_still_verifies() -> None:
+    record = _resigned()
+    record["v"] = 1
+    record["games"][0]["outcome"]["detail"] = "seat 1 resigned"
+    assert verify_record(by_referee(record)).ok
+    record["v"] = 3
+    assert reason_of(by_referee(record)).startswith("malformed: record version 3")
+
+
+def test_a_pinned_referee_key_refuses_a_record_signed_by_another(refereed: Record) -> None:
+    mine = REFEREE.public_key().public_bytes_raw()
+    assert verify_record(by_referee(refereed), referee_key=mine).ok
+    other = OTHER.public_key().public_bytes_raw()
+    # A record built and signed by another referee verifies alone, but not against the pin.
+    forged = copy.deepcopy(refereed)
+    forged["referee"] = other
+    signed = seal(forged, [("referee", OTHER)])
+    assert verify_record(signed).ok
+    report = verify_record(signed, referee_key=mine)
+    assert not report.ok and report.reason.startswith("untrusted_referee: ")
