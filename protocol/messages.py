@@ -13,6 +13,7 @@ text have length limits. Cells are strings in seed notation (``"E5"``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 import typing
 from collections.abc import Callable
@@ -23,11 +24,56 @@ from typing import Any, ClassVar, TypeVar
 from .codec import MAX_FRAME, encode_frame, encode_frame_walking
 from .errors import ErrorCode, RemoteProtocolError
 
-__all__ = ["MESSAGES", "Dir", "Message", "decode", "encode", "frame"]
+__all__ = [
+    "DEFAULT_INT_RANGE",
+    "INT_RANGES",
+    "MAX_SAFE_INT",
+    "MESSAGES",
+    "Dir",
+    "Message",
+    "decode",
+    "encode",
+    "frame",
+    "int_range",
+]
 
 MAX_TEXT = 4096
+"""Longest ``str`` in a message, in Unicode code points (not UTF-16 code units, not bytes)."""
 MAX_BYTES = 65536
+"""Longest ``bin`` in a message a client sends, in bytes."""
 MAX_LIST = 4096
+"""Most elements of an array in a message."""
+
+MAX_SAFE_INT = 2**53 - 1
+"""The largest integer any message field holds: every double-precision float (a JavaScript
+``number``) represents 0..2**53-1 exactly, and a value a lossy decoder rounds up still fails."""
+
+#: Field name (or ``"tag.field"``, which wins) -> the inclusive range of its integers
+#: (spec 2.4). An integer outside it is refused with BAD_MESSAGE. A field named nowhere here
+#: takes :data:`DEFAULT_INT_RANGE`; array items take the range of their field.
+INT_RANGES: dict[str, tuple[int, int]] = {
+    "id": (0, MAX_SAFE_INT),
+    "seq": (0, MAX_SAFE_INT),
+    "ref": (0, MAX_SAFE_INT),
+    "n": (0, MAX_SAFE_INT),
+    "seat": (0, 1),
+    "first": (0, 1),
+    "next": (0, 1),
+    "winner": (0, 1),
+    "member": (0, 7),  # rules.team_size is at most 8
+    "game": (1, 2**31 - 1),
+    "version": (1, 2**31 - 1),
+    "versions": (1, 2**31 - 1),
+    "code": (1000, 9999),  # the registry's codes have four digits (spec 12)
+    "seconds": (0, 2**31 - 1),
+    "grace": (0, 2**31 - 1),
+}
+DEFAULT_INT_RANGE = (0, MAX_SAFE_INT)
+
+
+def int_range(tag: str, name: str) -> tuple[int, int]:
+    """The inclusive range of the integers of field ``name`` of message ``tag``."""
+    return INT_RANGES.get(f"{tag}.{name}") or INT_RANGES.get(name) or DEFAULT_INT_RANGE
 
 
 class Dir(StrEnum):
@@ -114,6 +160,10 @@ class _Wrong(Exception):
         self.at = at
 
 
+class _OutOfRange(_Wrong):
+    """A value of the right type outside its field's range."""
+
+
 def _any(v: Any) -> Any:
     return v
 
@@ -124,10 +174,18 @@ def _bool(v: Any) -> Any:
     raise _Wrong("expected a boolean")
 
 
-def _int(v: Any) -> Any:
-    if type(v) is int or (isinstance(v, int) and not isinstance(v, bool)):
-        return v
-    raise _Wrong("expected an integer")
+@functools.cache
+def _int(lo: int, hi: int) -> _Check:
+    """The check of an ``int`` field whose integers lie in ``lo..hi``."""
+
+    def check(v: Any) -> Any:
+        if type(v) is int or (isinstance(v, int) and not isinstance(v, bool)):
+            if lo <= v <= hi:
+                return v
+            raise _OutOfRange(f"integer outside {lo}..{hi}")
+        raise _Wrong("expected an integer")
+
+    return check
 
 
 def _str(v: Any) -> Any:
@@ -189,6 +247,8 @@ def _union(options: tuple[_Check, ...], nullable: bool) -> _Check:
         for option in options:
             try:
                 return option(v)
+            except _OutOfRange:
+                raise  # the right type: its value is what is wrong
             except _Wrong:
                 pass
         raise _Wrong("wrong type")
@@ -196,25 +256,28 @@ def _union(options: tuple[_Check, ...], nullable: bool) -> _Check:
     return check
 
 
-_SCALARS: dict[Any, _Check] = {bool: _bool, int: _int, str: _str, dict: _map}
+_SCALARS: dict[Any, _Check] = {bool: _bool, str: _str, dict: _map}
 
 
-def _check_of(tp: Any, max_bytes: int | None) -> _Check:
-    """The check of a field annotated ``tp``; ``max_bytes`` bounds its byte strings, if any."""
+def _check_of(tp: Any, max_bytes: int | None, ints: tuple[int, int] = DEFAULT_INT_RANGE) -> _Check:
+    """The check of a field annotated ``tp``; ``max_bytes`` bounds its byte strings, if any,
+    and ``ints`` is the range of its integers."""
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
         args = typing.get_args(tp)
-        options = tuple(_check_of(a, max_bytes) for a in args if a is not type(None))
+        options = tuple(_check_of(a, max_bytes, ints) for a in args if a is not type(None))
         return _union(options, type(None) in args)
     if origin is tuple:
         item = typing.get_args(tp)[0]
         if item is not Any and item not in (bool, int, str, bytes):
             raise TypeError(f"unsupported field type {tp!r}")  # a tuple holds scalars
-        return _tuple if item is Any else _tuple_of(_check_of(item, max_bytes))
+        return _tuple if item is Any else _tuple_of(_check_of(item, max_bytes, ints))
     if tp is Any:
         return _any
     if tp is bytes:
         return _any_bin if max_bytes is None else _bin
+    if tp is int:
+        return _int(*ints)
     check = _SCALARS.get(origin or tp)
     if check is None:
         raise TypeError(f"unsupported field type {tp!r}")
@@ -233,7 +296,10 @@ def _checks(cls: type[Message]) -> tuple[tuple[str, _Check], ...]:
         # MAX_BYTES protects whoever decodes a client's message; what a server sends is bounded
         # by its (larger) frame limit alone, so a bin there may be as large as the frame.
         max_bytes = None if cls.DIR is Dir.S2C else MAX_BYTES
-        made = ((name, _check_of(tp, max_bytes)) for name, tp in _hints(cls).items())
+        made = (
+            (name, _check_of(tp, max_bytes, int_range(cls.TAG, name)))
+            for name, tp in _hints(cls).items()
+        )
         checks = _CHECKS[cls] = tuple((name, c) for name, c in made if c is not _any)
     return checks
 

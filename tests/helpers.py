@@ -373,5 +373,17 @@ def fields(cls: type[m.Message]) -> dict[str, Any]:
 
 
 def wire_of(cls: type[m.Message]) -> dict[str, Any]:
-    """A valid wire map of a ``cls`` message, every field a :func:`sample`."""
-    return {"t": cls.TAG, **{name: sample(tp) for name, tp in fields(cls).items()}}
+    """A valid wire map of a ``cls`` message, every field a :func:`sample` (its integers moved
+    into the field's range)."""
+
+    def clamp(v: Any, lo: int, hi: int) -> Any:
+        if isinstance(v, list):
+            return [clamp(x, lo, hi) for x in v]
+        return min(max(v, lo), hi) if type(v) is int else v
+
+    return {
+        "t": cls.TAG,
+        **{
+            name: clamp(sample(tp), *m.int_range(cls.TAG, name)) for name, tp in fields(cls).items()
+        },
+    }

@@ -86,3 +86,17 @@ def test_missing_and_extra_keys_are_named() -> None:
     with pytest.raises(RemoteProtocolError) as info:
         m.decode({"t": "frobnicate"})
     assert info.value.code is ErrorCode.UNKNOWN_TAG
+
+
+def test_integers_outside_their_fields_range_are_refused() -> None:
+    # Spec 2.4: no field exceeds 2**53-1, so a JavaScript number carries every valid value.
+    top = m.MAX_SAFE_INT
+    assert m.decode({**wire_of(m.Fire), "seq": top}).seq == top  # type: ignore[attr-defined]
+    refused({**wire_of(m.Fire), "seq": top + 1}, "fire.seq: integer outside 0..")
+    refused({**wire_of(m.Ping), "n": 2**64 - 1}, "ping.n: integer outside 0..")
+    refused({**wire_of(m.Create), "id": -1}, "create.id: integer outside 0..")
+    refused({**wire_of(m.Committed), "seat": 2}, "committed.seat: integer outside 0..1")
+    refused({**wire_of(m.Resign), "game": 0}, "resign.game: integer outside 1..")
+    refused({**wire_of(m.Hello), "versions": [1, 0]}, "hello.versions[1]: integer outside 1..")
+    # An optional field says what is wrong with its value, not only "wrong type".
+    refused({**wire_of(m.Error), "ref": top + 1}, "error.ref: integer outside 0..")
