@@ -213,3 +213,9 @@ def test_tampered_records_fail_with_the_named_reason(v: dict[str, Any]) -> None:
     report = verify_record(patched(v))
     assert not report.ok
     assert report.reason.split(":")[0] == v["reason"]  # the slug is normative, the text is not
+
+
+def test_every_tampered_vector_names_a_reason_of_the_registry() -> None:
+    from seabattle.protocol.verify import REASONS
+
+    assert {v["reason"] for v in R["tampered"]} <= set(REASONS)
