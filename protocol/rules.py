@@ -21,7 +21,11 @@ from typing import Any
 from .canonical import canonical_pack
 from .errors import ErrorCode, ProtocolError
 
+#: Longest rule-set ``name``, in characters (spec 7.4); ship names are at most 32 (7.1).
+MAX_RULES_NAME = 64
+
 __all__ = [
+    "MAX_RULES_NAME",
     "PRESETS",
     "BadRules",
     "Clocks",
@@ -171,6 +175,10 @@ class RuleSet:
     # -- validation ------------------------------------------------------------------------------
 
     def _validate(self) -> None:
+        # The name is the one free text of a rule set, and every start, list answer, snapshot
+        # and record echoes it: bounded like a player's name (spec 7.4).
+        if not isinstance(self.name, str) or not 1 <= len(self.name) <= MAX_RULES_NAME:
+            raise BadRules(f"the rule set's name must be 1..{MAX_RULES_NAME} characters")
         if not 2 <= self.rows <= 26 or not 2 <= self.cols <= 26:
             raise BadRules(f"grid {self.rows}x{self.cols}: rows and columns must be 2..26")
         if not self.fleet:
@@ -265,7 +273,8 @@ class RuleSet:
     def replace(self, **changes: Any) -> RuleSet:
         """A copy with some options changed (validated again); the name becomes ``custom``."""
         custom = self.name == "custom" or self.name.endswith("+custom")
-        changes.setdefault("name", self.name if custom else f"{self.name}+custom")
+        keep = MAX_RULES_NAME - len("+custom")  # a long name loses its end, never the mark
+        changes.setdefault("name", self.name if custom else f"{self.name[:keep]}+custom")
         return dataclasses.replace(self, **changes)
 
     # -- wire form -------------------------------------------------------------------------------

@@ -31,12 +31,18 @@ class Limits:
     )
     rate: float = 100.0  #: messages per second a peer may send, on average (bots are fast)
     burst: int = 200  #: messages a peer may send at once
+    #: messages without ``id`` or ``seq`` a peer may send past ``rate`` and ``burst``: they are
+    #: never dropped (spec 2.5), so past this credit the session fails instead
+    rate_credit: int = 200
     max_recv: int = MAX_C2S_FRAME  #: largest frame body accepted from a client (DoS bound)
     max_send: int = MAX_S2C_FRAME  #: largest frame body sent (a long match's record)
     #: bytes queued for one peer; past this the peer is dropped, as for ``send_queue``
     send_queue_bytes: int = 2 * MAX_S2C_FRAME
-    create_rate: float = 0.5  #: lobby requests that name rules (create, quick), per second
+    #: the match-request limit (spec 2.5): requests that name rules (create, quick), per second;
+    #: the spec's floor, which a client may rely on, is this and ``create_burst``
+    create_rate: float = 0.5
     create_burst: int = 5  #: ... of which a peer may send this many at once
+    list_max: int = 100  #: open matches one ``list`` answer names at most (spec 2.4)
     open_per_peer: int = 8  #: open matches one connection may host at once
     max_clients: int = 10_000  #: connections served at once; more are told "busy" and closed
     rules_timeout: float = 2.0  #: longest a rule set from the wire may take to check
@@ -128,22 +134,24 @@ def _short(key: str, value: Any) -> Any:
 
 
 class TokenBucket:
-    """A token bucket: ``rate`` tokens a second, at most ``burst`` saved up."""
+    """A token bucket: ``rate`` tokens a second, at most ``burst`` saved up, and ``credit``
+    tokens that :meth:`take` may lend when asked to (the bucket then owes them)."""
 
-    __slots__ = ("at", "burst", "rate", "tokens")  # one per connection, thousands alive
+    __slots__ = ("at", "burst", "credit", "rate", "tokens")  # one per connection, thousands alive
 
-    def __init__(self, rate: float, burst: int) -> None:
+    def __init__(self, rate: float, burst: int, credit: int = 0) -> None:
         self.rate = rate
         self.burst = float(burst)
+        self.credit = float(credit)
         self.tokens = float(burst)
         self.at = trio.current_time()
 
-    def take(self) -> bool:
-        """Take one token if there is one."""
+    def take(self, *, lend: bool = False) -> bool:
+        """Take one token if there is one; with ``lend``, also on credit while any is left."""
         now = trio.current_time()
         self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
         self.at = now
-        if self.tokens >= 1.0:
+        if self.tokens >= (1.0 - self.credit if lend else 1.0):
             self.tokens -= 1.0
             return True
         return False

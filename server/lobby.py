@@ -18,6 +18,7 @@ and every match go on meanwhile.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
@@ -232,7 +233,12 @@ class Lobby(LobbyState):
             bucket = TokenBucket(self.limits.create_rate, self.limits.create_burst)
             self._rule_buckets[peer] = bucket
         if not bucket.take():
-            raise Refused(ErrorCode.RATE_LIMITED, "too many matches asked for; slow down")
+            limits = self.limits
+            raise Refused(
+                ErrorCode.RATE_LIMITED,
+                f"match-request limit ({limits.create_burst} at once, {limits.create_rate:g}"
+                " a second): this request was dropped; send it again later",
+            )
 
     async def _parse(self, rules: dict[str, Any], mode: str) -> RuleSet:
         """The rule set a peer asks for, its check bounded in time (``rules_timeout``)."""
@@ -296,9 +302,13 @@ class Lobby(LobbyState):
                         "mode": r.mode,
                         "host": r.host,
                     }
-                    for r in await self.store.open_matches()
+                    for r in (await self.store.open_matches())[: self.limits.list_max]
                 ]
             }
+        # Bounded (spec 2.4): the oldest first, those that have waited longest for a player.
+        listed = itertools.islice(
+            (om for om in self.open.values() if om.public), self.limits.list_max
+        )
         rows = [
             {
                 "match": om.match_id,
@@ -306,8 +316,7 @@ class Lobby(LobbyState):
                 "mode": om.mode,
                 "host": om.host.player,
             }
-            for om in self.open.values()
-            if om.public
+            for om in listed
         ]
         return {"matches": rows}
 

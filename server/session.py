@@ -30,6 +30,11 @@ Errors (``spec/protocol.md`` 2 and 4): a message the protocol or the rules refus
 with ``error{code, msg, ref}`` and the session goes on; a framing error is answered and the
 connection closed. A failure inside the server is logged and answered with ``INTERNAL_ERROR``:
 it never ends another connection or match.
+
+Rate (spec 2.5): one token bucket per connection (``Limits.rate``, ``burst``). A message over it
+that carries an ``id`` or a ``seq`` is refused ``RATE_LIMITED`` with that ``ref`` and dropped, so
+the client knows what to send again. Nothing else is ever dropped for rate: such a message is
+handled on credit (``rate_credit``), and a peer that spends all of it fails its session.
 """
 
 from __future__ import annotations
@@ -60,6 +65,13 @@ __all__ = ["Client", "Heartbeat", "Identity", "TokenBucket"]
 
 #: Moves and co-signatures: routed to their match's referee (``Lobby.game_message``).
 _MOVES = frozenset({*GAME_MESSAGES, m.CoSign})
+
+#: Messages that carry an ``id`` or a ``seq``: only these may be dropped for rate, since only
+#: their refusal can say what it dropped (spec 2.5). The rest (the handshake, heartbeats, and the
+#: game inputs that the game admits once per phase) are handled on credit, or the session fails.
+_DROPPABLE = frozenset(
+    cls for cls in m.MESSAGES.values() if {"id", "seq"} & set(cls.__dataclass_fields__)
+)
 
 
 @dataclass(slots=True)
@@ -101,7 +113,8 @@ class Client(Outbox):
     def __init__(self, ident: Identity, stream: trio.abc.Stream, peer: str) -> None:
         super().__init__(ident, stream, peer)
         self.challenge = secrets.token_bytes(32)
-        self.bucket = TokenBucket(self.limits.rate, self.limits.burst)
+        limits = self.limits
+        self.bucket = TokenBucket(limits.rate, limits.burst, limits.rate_credit)
         self.last_rx = trio.current_time()
         self._pings = 0
         self._pinged_at = -math.inf
@@ -253,9 +266,22 @@ class Client(Outbox):
 
     async def _handle(self, msg: m.Message) -> None:
         lobby = self.ident.lobby
-        if not self.bucket.take():
-            ref = lobby.errors_ref(msg)
-            self.error(ErrorCode.RATE_LIMITED, "too many messages; slow down", ref)
+        droppable = type(msg) in _DROPPABLE
+        if not self.bucket.take(lend=not droppable):
+            if droppable:
+                ref = lobby.errors_ref(msg)
+                self.error(
+                    ErrorCode.RATE_LIMITED,
+                    f"rate limit: {msg.TAG} {ref} dropped; send it again",
+                    ref,
+                )
+            else:
+                # Never dropped (a client could not tell what was lost): fail the session.
+                self.error(
+                    ErrorCode.RATE_LIMITED,
+                    f"rate limit: {msg.TAG} past the limit and its credit; session failed",
+                )
+                self.close("rate limit")
             return
         try:
             if type(msg) in _MOVES:  # first: nearly every message a server handles is one
