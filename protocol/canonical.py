@@ -13,7 +13,7 @@ from typing import Any
 
 import msgpack
 
-__all__ = ["canonical", "canonical_pack"]
+__all__ = ["canonical", "canonical_pack", "is_canonical"]
 
 
 def canonical(value: Any) -> Any:
@@ -69,3 +69,33 @@ def canonical_pack(value: Any) -> bytes:
     """Pack ``value`` canonically (see module docstring)."""
     packed: bytes = msgpack.packb(canonical(value), use_bin_type=True)
     return packed
+
+
+def _pairs(pairs: list[tuple[Any, Any]]) -> dict[str, Any]:
+    # Checked before dict() hashes the keys (see codec._checked_map): string keys, none repeated.
+    if any(type(k) is not str for k, _ in pairs):
+        raise ValueError("a map key that is not a string")
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise ValueError("a repeated map key")
+    return out
+
+
+def _no_ext(code: int, data: bytes) -> Any:
+    raise ValueError(f"extension type {code}")
+
+
+def is_canonical(data: bytes) -> bool:
+    """Whether ``data`` is exactly one value in its canonical encoding (spec section 3).
+
+    False for anything else: bytes that are not one msgpack value, a value with no canonical form
+    (a float, an extension type, a non-string or repeated key), or another encoding of a value
+    that has one (a 16-bit header for a small map, ``cd 00 01`` for 1, unsorted keys).
+    """
+    try:
+        value = msgpack.unpackb(
+            data, raw=False, strict_map_key=False, object_pairs_hook=_pairs, ext_hook=_no_ext
+        )
+        return canonical_pack(value) == data
+    except (ValueError, TypeError, OverflowError):  # msgpack's ExtraData is a ValueError
+        return False

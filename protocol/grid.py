@@ -14,9 +14,14 @@ from typing import NamedTuple
 
 from .errors import ErrorCode, Refused
 
-__all__ = ["Cell", "column_label", "parse_cell"]
+__all__ = ["BLANKS", "Cell", "column_label", "parse_cell"]
 
-_CELL_RE = re.compile(r"^([A-Z]{1,2})([1-9][0-9]{0,2})$")
+# Letters then a row number without leading zeros (spec 8.1). fullmatch, not "$": "$" also
+# matches before a trailing newline.
+_CELL_RE = re.compile(r"([A-Z]{1,2})([1-9][0-9]{0,2})")
+
+BLANKS = " \t"
+"""The characters a label may have around it (spec 8.1): ASCII space and tab, nothing else."""
 
 
 class Cell(NamedTuple):
@@ -75,7 +80,8 @@ def column_label(col: int) -> str:
 
 
 def parse_cell(text: str, rows: int, cols: int) -> Cell:
-    """Parse ``"E5"`` (case-insensitive, surrounding blanks ignored) into a cell on the grid.
+    """Parse ``"E5"`` into a cell on the grid: ASCII letters in either case, surrounded by any
+    number of :data:`BLANKS`, the row number without leading zeros.
 
     Raises :class:`Refused` with ``OFF_BOARD`` for text that is not a cell of this grid, so that an
     unclear or off-board call is refused and the shot is kept (002: "ask again"; 004: "refused").
@@ -86,7 +92,10 @@ def parse_cell(text: str, rows: int, cols: int) -> Cell:
         cell = _cell_table(rows, cols).get(text)
         if cell is not None:
             return cell
-    m = _CELL_RE.match(text.strip().upper())
+    # Python's strip() and upper() are Unicode-wide ("\u3000E5", "\u0131" for I), other
+    # languages' differ: only ASCII is folded, so that every implementation accepts the same.
+    folded = text.strip(BLANKS)
+    m = _CELL_RE.fullmatch(folded.upper()) if folded.isascii() else None
     if not m:
         raise Refused(ErrorCode.OFF_BOARD, f"{text!r} is not a cell (expected e.g. E5)")
     letters, digits = m.groups()
@@ -97,7 +106,7 @@ def parse_cell(text: str, rows: int, cols: int) -> Cell:
     if not cell.on(rows, cols):
         raise Refused(
             ErrorCode.OFF_BOARD,
-            f"{text.strip().upper()} is off the board (A1-{Cell(rows - 1, cols - 1).label()})",
+            f"{m.group()} is off the board (A1-{Cell(rows - 1, cols - 1).label()})",
         )
     return cell
 
@@ -113,6 +122,6 @@ def _cell_table(rows: int, cols: int) -> dict[str, Cell]:
         for c in range(cols):
             cell = Cell(r, c)
             label = cell.label()
-            if _CELL_RE.match(label):
+            if _CELL_RE.fullmatch(label):
                 table[label] = cell
     return table

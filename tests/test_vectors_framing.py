@@ -1,4 +1,4 @@
-"""Check every vector of spec/vectors/framing.json against the codec."""
+"""Check every vector of spec/vectors/framing.json against the codec and the message layer."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from seabattle.protocol import messages
+from seabattle.protocol.canonical import is_canonical
 from seabattle.protocol.codec import MAX_DEPTH, MAX_FRAME, FrameDecoder, encode_frame
 from seabattle.protocol.errors import ErrorCode, RemoteProtocolError
 
@@ -16,10 +18,13 @@ VECTORS = json.loads(
 
 
 def from_json(value: Any) -> Any:
-    """Undo the vectors' JSON encoding: ``{"$bin": hex}`` stands for bytes."""
+    """Undo the vectors' JSON encoding: ``{"$bin": hex}`` stands for bytes, ``{"$int": "123"}``
+    for an integer beyond what a JSON reader keeps exact."""
     if isinstance(value, dict):
         if list(value) == ["$bin"]:
             return bytes.fromhex(value["$bin"])
+        if list(value) == ["$int"]:
+            return int(value["$int"])
         return {k: from_json(v) for k, v in value.items()}
     if isinstance(value, list):
         return [from_json(v) for v in value]
@@ -52,6 +57,9 @@ def test_valid_vector(vector: dict[str, Any]) -> None:
     assert repr(message) == repr(expected)
     # Whatever we decode, we can send back, and it decodes to the same thing.
     assert decode_stream(encode_frame(expected)) == [expected]
+    # A valid vector is a valid message (section 5), and says whether it is also canonical.
+    assert type(messages.decode(message)) is messages.MESSAGES[expected["t"]]
+    assert is_canonical(bytes.fromhex(vector["hex"])[4:]) is vector["canonical"]
 
 
 @pytest.mark.parametrize("vector", VECTORS["invalid"], ids=lambda v: v["name"])
@@ -63,6 +71,21 @@ def test_invalid_vector(vector: dict[str, Any]) -> None:
     assert info.value.code is code
 
 
+@pytest.mark.parametrize("vector", VECTORS["messages"], ids=lambda v: v["name"])
+def test_message_vector(vector: dict[str, Any]) -> None:
+    # A well-formed body that the message layer (section 2.4) refuses.
+    code = ErrorCode(vector["code"])
+    assert code.slug == vector["error"]
+    [body] = decode_stream(bytes.fromhex(vector["hex"]))
+    with pytest.raises(RemoteProtocolError) as info:
+        messages.decode(body)
+    assert info.value.code is code
+
+
+def test_every_strict_decoding_rule_has_a_vector() -> None:
+    assert {v["rule"] for v in VECTORS["invalid"]} == {"2.1"} | {f"D{i}" for i in range(1, 9)}
+
+
 def test_every_framing_error_has_a_vector() -> None:
     # UNKNOWN_TAG belongs to the message layer above the codec.
     framing_codes = {c for c in ErrorCode if 1000 < c < 2000} - {ErrorCode.UNKNOWN_TAG}
@@ -70,5 +93,5 @@ def test_every_framing_error_has_a_vector() -> None:
 
 
 def test_vector_names_are_unique() -> None:
-    names = [v["name"] for v in VECTORS["valid"] + VECTORS["invalid"]]
+    names = [v["name"] for v in VECTORS["valid"] + VECTORS["invalid"] + VECTORS["messages"]]
     assert len(names) == len(set(names))
