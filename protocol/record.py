@@ -233,7 +233,8 @@ def seal(
     *,
     head: bytes | None = None,
 ) -> dict[str, Any]:
-    """The signed record ``{"record", "sigs"}`` with a signature by each ``(role, key)``.
+    """The signed record ``{"record", "sigs"}`` with a signature by each ``(role, key)``, in role
+    order (11.2: one signed record, one encoding).
 
     The record is packed once for all the signatures (or not at all, given its ``head``).
     """
@@ -242,17 +243,20 @@ def seal(
         if head is None and role in ROLES:
             head = record_head(record)
         sigs.append(sign_as(record, key, role, head=head))
-    return {"record": record, "sigs": sigs}
+    return {"record": record, "sigs": _in_role_order(sigs)}
+
+
+def _in_role_order(sigs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    # An unknown role (which verification refuses) sorts last rather than raising here.
+    return sorted(sigs, key=lambda s: ROLES.index(s["role"]) if s["role"] in ROLES else 3)
 
 
 def cosign(
     signed: dict[str, Any], key: Ed25519PrivateKey, role: str, *, head: bytes | None = None
 ) -> dict[str, Any]:
     """A copy of ``signed`` with one more signature (a player co-signing the referee's record)."""
-    return {
-        "record": signed["record"],
-        "sigs": [*signed["sigs"], sign_as(signed["record"], key, role, head=head)],
-    }
+    sigs = [*signed["sigs"], sign_as(signed["record"], key, role, head=head)]
+    return {"record": signed["record"], "sigs": _in_role_order(sigs)}
 
 
 def dump_record(signed: Any) -> bytes:

@@ -443,3 +443,10 @@ def test_a_pinned_referee_key_refuses_a_record_signed_by_another(refereed: Recor
     assert verify_record(signed).ok
     report = verify_record(signed, referee_key=mine)
     assert not report.ok and report.reason.startswith("untrusted_referee: ")
+
+
+def test_signatures_are_kept_in_role_order_whoever_signs_first(refereed: Record) -> None:
+    signed = seal(refereed, [("seat1", SEAT1), ("referee", REFEREE)])
+    signed = cosign(signed, SEAT0, "seat0")
+    assert [s["role"] for s in signed["sigs"]] == ["referee", "seat0", "seat1"]
+    assert verify_record(signed).ok
