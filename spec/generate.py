@@ -66,6 +66,7 @@ __all__ = [
     "frame_example",
     "game_states",
     "handshake_table",
+    "integer_ranges",
     "main",
     "message_table",
     "message_vectors",
@@ -293,11 +294,14 @@ def _hexdump(data: bytes, width: int = 16) -> list[str]:
 
 
 def frame_example() -> str:
-    """The bytes of a real ``ping`` frame, annotated byte by byte."""
+    """The bytes of a real ``ping`` frame, annotated byte by byte, and what its order means."""
     frame = encode_frame(messages.encode(messages.Ping(n=7)))
     body = frame[4:]
+    assert body[1:3] == b"\xa1t", "the table below assumes the tag is written first"
+    canonical = canonical_pack(messages.encode(messages.Ping(n=7)))
+    assert canonical != body
     lines = [
-        "The frame carrying `ping{n: 7}` as this implementation encodes it:",
+        "The frame carrying `ping{n: 7}` as this implementation sends it:",
         "",
         "```",
         *_hexdump(frame),
@@ -311,7 +315,36 @@ def frame_example() -> str:
         f"| 7 | `{body[3:8].hex(' ')}` | fixstr of 4 bytes: `ping` |",
         f"| 12 | `{body[8:10].hex(' ')}` | fixstr of 1 byte: `n` |",
         f"| 14 | `{body[10:11].hex()}` | positive fixint {body[10]} |",
+        "",
+        "This body is **not** in canonical order (section 3 puts `n` before `t`; the canonical "
+        f"body is `{canonical.hex(' ')}`), and it need not be: frames on the wire need not be "
+        "canonical, only bytes that are hashed or signed must be (section 3). A sender MAY write "
+        "a message's entries in any order and a receiver MUST accept any order.",
     ]
+    return "\n".join(lines)
+
+
+def _power(v: int) -> str:
+    """``v`` as the spec writes bounds: ``2^53-1`` rather than ``9007199254740991``."""
+    for k in range(8, 65):
+        if v == 2**k - 1:
+            return f"2^{k}-1"
+    return str(v)
+
+
+def integer_ranges() -> str:
+    """Every integer field of every message and the range its values must lie in."""
+    rows: dict[tuple[str, int, int], list[str]] = {}
+    for tag, cls in sorted(messages.MESSAGES.items()):
+        for name, tp in _fields(cls):
+            if "int" not in _type_name(tp).split(" "):
+                continue
+            lo, hi = messages.int_range(tag, name)
+            key = name if messages.INT_RANGES.get(f"{tag}.{name}") is None else f"{tag}.{name}"
+            rows.setdefault((key, lo, hi), []).append(f"`{tag}`")
+    lines = ["| Field | Range (inclusive) | In |", "|---|---|---|"]
+    for (key, lo, hi), tags in sorted(rows.items(), key=lambda r: (r[0][1], r[0][2], r[0][0])):
+        lines.append(f"| `{key}` | {_power(lo)} .. {_power(hi)} | {', '.join(tags)} |")
     return "\n".join(lines)
 
 
@@ -407,14 +440,9 @@ def verify_reasons() -> str:
 # rules of sections 2.4 and 4.1 (direction from Dir, handshake states from session.RECV), so a
 # message added to the code gets its schema rule and its vectors when the script runs again.
 
-_CDDL_BIN_C2S = "bin-c"  # a bin in a message a client may send: MAX_BYTES bounds it
-_CDDL_BIN_S2C = "bin-s"  # a bin in a message only a server sends: the frame alone bounds it
-
-
-def _int_range(tag: str, name: str) -> tuple[int, int] | None:
-    """The range of a field's integers, where the code gives one (spec 2.4)."""
-    ranges: Callable[[str, str], tuple[int, int]] | None = getattr(messages, "int_range", None)
-    return None if ranges is None else ranges(tag, name)
+_CDDL_TEXT = "text-field"  # a str: MAX_TEXT bounds it ("text" is CDDL's own name for tstr)
+_CDDL_BIN_C2S = "bin-field"  # a bin in a message a client may send: MAX_BYTES bounds it
+_CDDL_BIN_S2C = "bin-server"  # a bin in a message only a server sends: the frame bounds it
 
 
 def _cddl_type(tp: Any, tag: str, name: str, s2c: bool) -> str:
@@ -426,14 +454,14 @@ def _cddl_type(tp: Any, tag: str, name: str, s2c: bool) -> str:
         item = _cddl_type(typing.get_args(tp)[0], tag, name, s2c)
         return f"[0*{messages.MAX_LIST} {item}]"
     if tp is int:
-        bounds = _int_range(tag, name)
-        return "int" if bounds is None else f"{bounds[0]}..{bounds[1]}"
+        lo, hi = messages.int_range(tag, name)
+        return f"{lo}..{hi}"
     if tp is bytes:
         return _CDDL_BIN_S2C if s2c else _CDDL_BIN_C2S
     names: dict[Any, str] = {
         type(None): "nil",
         bool: "bool",
-        str: "text",
+        str: _CDDL_TEXT,
         dict: "any-map",
         Any: "any",
     }
@@ -478,7 +506,7 @@ def messages_cddl() -> str:
         "",
         "; Limits (section 2.4). CDDL's .size counts a tstr in UTF-8 bytes, the limit of section",
         "; 2.4 in Unicode code points: for text beyond ASCII this rule is stricter than 2.4.",
-        f"text = tstr .size (0..{messages.MAX_TEXT})",
+        f"{_CDDL_TEXT} = tstr .size (0..{messages.MAX_TEXT})",
         f"{_CDDL_BIN_C2S} = bstr .size (0..{messages.MAX_BYTES})   ; in what a client may send",
         f"{_CDDL_BIN_S2C} = bstr   ; in a message only a server sends: the frame limit bounds it",
         "; A map field's contents are defined by the section that names it; every key at any",
@@ -565,7 +593,7 @@ def _example(tag: str, name: str, tp: Any) -> Any:
         return _EXAMPLES[name]
     base = _base(tp)
     if base is int:
-        lo, hi = _int_range(tag, name) or (0, 2**63 - 1)
+        lo, hi = messages.int_range(tag, name)
         return min(max(1, lo), hi)
     plain: dict[Any, Any] = {bool: True, str: "x", bytes: b"\x01\x02", dict: {"a": 1}}
     if base is tuple:
@@ -577,9 +605,12 @@ def _example(tag: str, name: str, tp: Any) -> Any:
 
 
 def _to_json(value: Any) -> Any:
-    """A value as the vectors write it: ``{"$bin": hex}`` for bytes, arrays for tuples."""
+    """A value as the vectors write it (section 15): ``{"$bin": hex}`` for bytes, ``{"$int":
+    decimal}`` for an integer a double would not hold exactly, arrays for tuples."""
     if isinstance(value, bytes):
         return {"$bin": value.hex()}
+    if type(value) is int and abs(value) > messages.MAX_SAFE_INT:
+        return {"$int": str(value)}
     if isinstance(value, dict):
         return {k: _to_json(v) for k, v in value.items()}
     if isinstance(value, tuple | list):
@@ -679,8 +710,8 @@ class _Vectors:
         if nils:
             self.good(f"{tag}: nil for {', '.join(nils)}", example | dict.fromkeys(nils), receivers)
         for n, tp in fields:
-            if _base(tp) is int and (bounds := _int_range(tag, n)) is not None:
-                for value in bounds:
+            if _base(tp) is int:
+                for value in messages.int_range(tag, n):
                     if value != example[n]:
                         self.good(
                             f"{tag}: {n} = {value} (its bound)", example | {n: value}, receivers
@@ -729,10 +760,10 @@ class _Vectors:
         if item not in (None, Any):
             wrong = example | {n: (_WRONG[item],)}
             self.bad(f"{tag}: an item of {n} of the wrong type", wrong, bad, at, "type", n)
-        bounds = _int_range(tag, n) if int in (base, item) else None
-        if bounds is None:
+        if int not in (base, item):
             return
-        for value in (bounds[0] - 1, bounds[1] + 1):
+        lo, hi = messages.int_range(tag, n)
+        for value in (lo - 1, hi + 1):
             if -(2**63) <= value < 2**64:  # what msgpack can carry at all
                 out = example | {n: (value,) if base is tuple else value}
                 self.bad(f"{tag}: {n} = {value} (out of range)", out, bad, at, "range", n)
@@ -851,6 +882,7 @@ def cli(argv: Sequence[str] | None = None) -> int:
 #: Section name -> renderer. The names appear in the markers of ``spec/protocol.md``.
 SECTIONS: dict[str, Callable[[], str]] = {
     "frame-example": frame_example,
+    "integer-ranges": integer_ranges,
     "canonical-example": canonical_example,
     "handshake": handshake_table,
     "messages": message_table,
