@@ -253,7 +253,11 @@ class Client:
                 if msg is None:
                     return
                 if isinstance(msg, RemoteProtocolError):
-                    continue  # the server sent something we cannot read; skip it and go on
+                    # A well-framed body that is no valid message: refused, and the session goes
+                    # on (spec 2.5).
+                    with suppress(ConnectionClosed):
+                        await self.wire.send(m.Error(int(msg.code), msg.detail, None))
+                    continue
                 await self._dispatch(msg)
         except (RemoteProtocolError, ConnectionClosed):
             return

@@ -105,10 +105,19 @@ def bot(
     host, port = _hostport(server)
     if save:
         Path(save).mkdir(parents=True, exist_ok=True)
+    from seabattle.client.wire import ConnectionClosed, RequestFailed
+    from seabattle.protocol.errors import ProtocolError
+
     try:
         trio.run(_bot_server, host, port, strategy, rules, mode, games, key, save, name)
-    except OSError as e:
-        raise click.ClickException(f"cannot reach {server}: {e}") from None
+    except BaseException as raised:
+        e = _unwrap(raised)
+        if isinstance(e, OSError):
+            raise click.ClickException(f"cannot reach {server}: {e}") from None
+        if isinstance(e, ConnectionClosed | RequestFailed | ProtocolError):
+            # The session failed (spec 4.5): say why, without a traceback.
+            raise click.ClickException(f"the session with {server} failed: {e}") from None
+        raise
 
 
 @click.command()

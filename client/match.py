@@ -121,6 +121,9 @@ class MatchHandle:
         self.result: dict[str, Any] | None = None
         self.head: bytes | None = None
         self.lies: list[LieDetected] = []
+        #: Why the referee's account cannot be co-signed (spec 5.5), or ``None``
+        self.disputed: str | None = None
+        self._roots: dict[int, bytes] = {}  # the current game's ``committed`` roots, by seat
         #: Test hook: alter the verdict we send (a scripted liar). Blind mode only.
         self.tamper: Tamper | None = None
         self._started = trio.Event()
@@ -245,6 +248,8 @@ class MatchHandle:
     def _emit(self, ev: MatchEvent) -> None:
         if isinstance(ev, LieDetected):
             self.lies.append(ev)
+            if ev.seat is None and self.disputed is None:
+                self.disputed = ev.detail  # the referee's own relay is at fault
         if not self._done:
             self._send.send_nowait(ev)
 
@@ -291,6 +296,7 @@ class MatchHandle:
             self.awaiting_commit = False
             self._unacked.clear()
             self._moves_sent.clear()
+            self._roots = {}
             ev = self._game_event
             self._game_event = trio.Event()
             ev.set()
@@ -330,6 +336,10 @@ class MatchHandle:
             self._unacked.clear()
             w = msg.outcome.get("winner")
             reason = msg.outcome.get("reason")
+            mo = self.mirror.outcome if self.mirror is not None else None
+            if mo is not None and (mo.winner, mo.reason.value) != (w, reason) and not self.disputed:
+                # Our own copy of the game ended otherwise: the record would not be true.
+                self.disputed = f"game {msg.game} ended {mo.reason.value} here, {reason} there"
             if reason in _FAULTS and isinstance(w, int) and w == self.seat:
                 known = any(x.game == msg.game and x.seat == 1 - w for x in self.lies)
                 if not known:
@@ -342,9 +352,11 @@ class MatchHandle:
         elif isinstance(msg, m.MatchOver):
             self.result = dict(msg.result)
             self.head = msg.head
-            sig = self.client.key.sign(msg.head)
-            with suppress(ConnectionClosed):
-                await wire.send(m.CoSign(self.id, msg.head, sig))
+            if self.disputed is None:
+                # Spec 5.5: a client whose checks failed MUST NOT co-sign.
+                sig = self.client.key.sign(msg.head)
+                with suppress(ConnectionClosed):
+                    await wire.send(m.CoSign(self.id, msg.head, sig))
             w = msg.result.get("winner")
             won = None if w is None else w == self.seat
             self._emit(MatchEnded(dict(msg.result), msg.ratings, msg.head, won))
@@ -354,7 +366,9 @@ class MatchHandle:
             if isinstance(msg, m.Clock):
                 now = trio.current_time()
                 self.clock = RunningClock(msg.game, msg.kind, msg.seconds, msg.seat, now)
-            elif isinstance(msg, m.Committed) and msg.seat == self.seat:
+            elif isinstance(msg, m.Committed) and msg.game == self.game_no:
+                self._roots[msg.seat] = msg.root
+            if isinstance(msg, m.Committed) and msg.seat == self.seat:
                 self.awaiting_commit = False
                 self._ack(m.Commit)
                 self._ack(m.Place)
@@ -386,6 +400,10 @@ class MatchHandle:
                         LieDetected(self.game_no, None, "the relayed commitment is not ours")
                     )
             if len(coms) == 2:
+                for s, root in self._roots.items():
+                    # Spec 5.5: each relayed commitment must hash to the root ``committed`` named.
+                    if s in (0, 1) and coms[s].root(g.ctx[s]) != root:
+                        self._emit(LieDetected(self.game_no, None, f"seat {s}'s root differs"))
                 for s in (0, 1):
                     self._mirror_apply(lambda s=s: g.commit(s, coms[s]), s)  # type: ignore[misc]
                 self._mirror_apply(lambda: g.set_first(msg.first), None)

@@ -258,6 +258,10 @@ async def client_handshake(
     await wire.send(m.Hello(SUPPORTED_VERSIONS, AGENT, caps))
     welcome = await wire.expect(m.Welcome)
     assert isinstance(welcome, m.Welcome)
+    if welcome.version not in SUPPORTED_VERSIONS:
+        # Spec 4.2: a version this side did not offer fails the session.
+        await wire.send(m.Error(int(ErrorCode.UNSUPPORTED_VERSION), "version not offered", None))
+        raise RequestFailed(ErrorCode.UNSUPPORTED_VERSION, f"welcome.version {welcome.version}")
     if expect_server is not None and welcome.server != expect_server:
         await wire.send(m.Error(int(ErrorCode.AUTH_FAILED), "not the server key expected", None))
         raise RequestFailed(ErrorCode.AUTH_FAILED, "the server's key is not the one expected")

@@ -5,6 +5,7 @@ JSON, and exit with status 0 only when no case failed.
 from __future__ import annotations
 
 import json
+import shlex
 
 import click
 import trio
@@ -24,7 +25,16 @@ def _parse_target(target: str) -> tuple[str, int]:
 
 
 @click.command("conformance")
-@click.argument("target")
+@click.argument("target", nargs=-1, required=True)
+@click.option(
+    "--serve",
+    is_flag=True,
+    help="Test a client instead: TARGET is its command ({host} and {port} are substituted).",
+)
+@click.option("--peer", is_flag=True, help="With --serve: the command is a joining peer (6.7).")
+@click.option(
+    "--settle", default=0.5, show_default=True, help="With --serve: seconds to wait for a cosign."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report instead of a table.")
 @click.option("--report", "report_file", type=click.Path(dir_okay=False), help="Write JSON here.")
 @click.option(
@@ -33,22 +43,30 @@ def _parse_target(target: str) -> tuple[str, int]:
 @click.option("--timeout", default=5.0, show_default=True, help="Seconds to wait per message.")
 @click.option("--list", "list_cases", is_flag=True, help="List the cases and exit.")
 def conformance(
-    target: str,
+    target: tuple[str, ...],
+    serve: bool,
+    peer: bool,
+    settle: float,
     as_json: bool,
     report_file: str | None,
     only: tuple[str, ...],
     timeout: float,
     list_cases: bool,
 ) -> None:
-    """Test the server at TARGET (HOST:PORT) against spec/protocol.md.
+    """Test the server at TARGET (HOST:PORT) against spec/protocol.md, or with --serve the
+    client that the command TARGET... starts (e.g. ``--serve -- seabattle bot --server
+    {host}:{port}``): each case listens on a fresh port and starts the client against it.
 
     Exits with status 0 only when no case failed.
     """
+    from .serve import CLIENT_CASES, command_launcher, run_client_suite
+
     if list_cases:
-        for c in CASES:
+        for c in CASES if not serve else [c for c in CLIENT_CASES if c.peer == peer]:
             click.echo(f"{c.id:28} {c.section}: {c.title}")
         return
-    host, port = _parse_target(target)
+    if not serve and len(target) != 1:
+        raise click.BadParameter("expected one HOST:PORT (or --serve CLIENT_CMD...)")
     from rich.console import Console
 
     console = Console(stderr=as_json)
@@ -57,7 +75,24 @@ def conformance(
         if not as_json:
             console.print(f"[{_STYLE[r.outcome]}]{r.outcome.value:>15}[/] {r.id}")
 
-    report = trio.run(lambda: run_suite(host, port, only=only, timeout=timeout, on_result=progress))
+    if serve:
+        launcher = command_launcher(target)
+        report = trio.run(
+            lambda: run_client_suite(
+                launcher,
+                target=shlex.join(target),
+                peer=peer,
+                only=only,
+                timeout=timeout,
+                settle=settle,
+                on_result=progress,
+            )
+        )
+    else:
+        host, port = _parse_target(target[0])
+        report = trio.run(
+            lambda: run_suite(host, port, only=only, timeout=timeout, on_result=progress)
+        )
     data = report.to_dict()
     if report_file:
         with open(report_file, "w", encoding="utf-8") as f:

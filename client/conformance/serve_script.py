@@ -1,0 +1,404 @@
+"""The suite's side of a client case: the handshake as a server (or hosting peer), a refereed
+match whose other seat the suite plays, and a peer match the suite hosts.
+
+Honest play comes from the reference core: :class:`~seabattle.protocol.referee.Referee` referees
+the refereed match (the suite's opponent commits, fires and answers honestly), and the peer host
+runs the same game state machine the reference peer does. A case that lies passes a ``lie``:
+every message for the client goes through it on its way out, so that the lie is one altered
+message in an otherwise honest match.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from seabattle.protocol import messages as m
+from seabattle.protocol.commit import Committed, coin_commit, coin_result
+from seabattle.protocol.errors import ErrorCode, ProtocolError, RemoteProtocolError
+from seabattle.protocol.fleet import random_fleet
+from seabattle.protocol.game import Game, Phase
+from seabattle.protocol.grid import Cell
+from seabattle.protocol.record import build_record, dump_record, record_head, sign_as
+from seabattle.protocol.referee import Referee, seat_bit
+from seabattle.protocol.rules import BadRules, rules_from_dict
+from seabattle.protocol.session import check_auth
+from seabattle.protocol.verdict import Defender, Shot, Verdict
+
+from .probe import RULES, describe
+from .results import CaseFailed, NotImplementedCase, Trace
+from .serve_stage import Remote
+
+__all__ = ["Lie", "PeerHost", "RefereedMatch", "handshake"]
+
+#: Alters one message on its way to the client (return it unchanged to tell the truth).
+Lie = Callable[[m.Message], m.Message]
+
+
+def _truth(msg: m.Message) -> m.Message:
+    return msg
+
+
+def _verifies(key: bytes, sig: bytes, data: bytes) -> bool:
+    try:
+        Ed25519PublicKey.from_public_bytes(key).verify(sig, data)
+    except (InvalidSignature, ValueError):
+        return False
+    return True
+
+
+async def handshake(
+    r: Remote, key: Ed25519PrivateKey, *, peer: bool = False, version: int = 1
+) -> m.Auth:
+    """Play the server's side of 5.6 step 1 and check the client's part of it (4.1 to 4.3)."""
+    r.trace.expect("hello{versions with 1}, then auth signed over the payload of 4.3")
+    hello = await r.expect(m.Hello)
+    assert isinstance(hello, m.Hello)
+    if 1 not in hello.versions:
+        raise NotImplementedCase(f"the client offers versions {list(hello.versions)}, not 1")
+    if peer and "peer" not in hello.caps:
+        raise CaseFailed("a joining peer offers the capability peer in hello.caps (6.7 step 1)")
+    pub = key.public_key().public_bytes_raw()
+    challenge = os.urandom(32)
+    caps = ("peer",) if peer else ()
+    r.peer = peer
+    await r.send(m.Welcome(version, caps, pub, challenge, True))
+    auth = await r.expect(m.Auth)
+    assert isinstance(auth, m.Auth)
+    try:
+        check_auth(auth, challenge, pub)
+    except RemoteProtocolError as e:
+        raise CaseFailed(f"auth does not verify over the payload of 4.3: {e.detail}") from None
+    await r.send(m.Authed(auth.key.hex(), b"" if peer else os.urandom(24)))
+    return auth
+
+
+def _scan(g: Game, target: int) -> Cell:
+    """The first cell of ``target``'s grid not fired at or crossed out."""
+    cols = g.rules.cols
+    board = g.boards[target]
+    for i in range(g.rules.cells):
+        if i not in board.fired and i not in board.crossed:
+            return Cell(*divmod(i, cols))
+    raise CaseFailed("no cell left to fire at")
+
+
+@dataclass
+class RefereedMatch:
+    """A match between the client under test and the suite's honest opponent, refereed by the
+    reference :class:`Referee`; ``lie`` alters what the client is sent."""
+
+    r: Remote
+    trace: Trace
+    key: Ed25519PrivateKey
+    client_key: bytes
+    rng: random.Random
+    lie: Lie = _truth
+    ref: Referee | None = None
+    seat: int = 0  #: the client's seat
+    refused: list[str] = field(default_factory=list)
+    head: bytes = b""
+    signed: dict[str, Any] | None = None
+    _opp: Committed | None = None
+    _defender: Defender | None = None
+    _queue: list[tuple[int, m.Message]] = field(default_factory=list)
+
+    async def lobby(self) -> None:
+        """Wait for the client to ask for a match (``quick``, ``create`` or ``join``), grant it,
+        and seat the suite's opponent (5.6 steps 2 and 3)."""
+        self.trace.expect("a lobby request for a match: quick, create or join (5.6 step 2)")
+        while True:
+            msg = await self.r.expect(m.Quick, m.Create, m.Join, m.ListMatches, m.Ladder)
+            if isinstance(msg, m.ListMatches):
+                await self.r.send(m.Ok(msg.id, {"matches": []}))
+            elif isinstance(msg, m.Ladder):
+                await self.r.send(m.Ok(msg.id, {"rows": []}))
+            else:
+                break
+        assert isinstance(msg, m.Quick | m.Create | m.Join)
+        mid = os.urandom(16)
+        rules_map, mode = RULES, "blind"
+        if isinstance(msg, m.Quick | m.Create):
+            rules_map, mode = msg.rules, msg.mode
+        try:
+            rules = rules_from_dict(rules_map)
+        except BadRules as e:
+            await self.r.send(m.Error(int(ErrorCode.BAD_RULES), e.detail, msg.id))
+            raise CaseFailed(
+                f"the client asked for rules that cannot be built: {e.detail}"
+            ) from None
+        if mode not in ("blind", "custody"):
+            raise CaseFailed(f"the client asked for mode {mode!r}")
+        data: dict[str, Any] = {"match": mid}
+        if isinstance(msg, m.Create):
+            data["invite"] = "CONFORM2"
+        await self.r.send(m.Ok(msg.id, data))
+        self.seat = self.rng.randrange(2)
+        opp = Ed25519PrivateKey.generate().public_key().public_bytes_raw()
+        keys = [self.client_key, opp] if self.seat == 0 else [opp, self.client_key]
+        self.ref = Referee(
+            match_id=mid,
+            rules=rules,
+            mode=mode,
+            players=(keys[0].hex(), keys[1].hex()),
+            lot=os.urandom(32),
+        )
+
+    @property
+    def mode(self) -> str:
+        """The trust mode the client asked for."""
+        assert self.ref is not None
+        return self.ref.mode
+
+    async def play(self, stop: Callable[[], bool] = lambda: False) -> None:
+        """Referee the match to its end (or until ``stop()``), then send ``match_over``."""
+        ref = self.ref
+        assert ref is not None
+        await self._deliver(ref.start(trio.current_time()))
+        moves = (m.Commit, m.Place, m.Fire, m.Radar, m.Answer, m.RevealMsg, m.Resign)
+        while not ref.over and not stop():
+            msg = await self.r.expect(*moves, m.Error, m.Bye, m.CoSign, m.Ok)
+            if isinstance(msg, m.Bye):
+                raise CaseFailed(f"the client said bye ({msg.reason!r}) before the match ended")
+            if not isinstance(msg, moves):
+                continue  # an error the client answered a lie with, or noise
+            try:
+                sends = ref.receive(self.seat, msg, trio.current_time())
+            except ProtocolError as e:
+                seq = msg.seq if isinstance(msg, m.Fire | m.Radar) else None
+                self.refused.append(f"{describe(msg)}: {e.code.name}")
+                await self.r.send(m.Error(int(e.code), e.detail, seq))
+                continue
+            await self._deliver(sends)
+        if ref.over:
+            await self._conclude()
+
+    async def _deliver(self, sends: Any) -> None:
+        ref = self.ref
+        assert ref is not None
+        mine, theirs = seat_bit(self.seat), seat_bit(1 - self.seat)
+        pending = list(sends)
+        while pending:
+            to, msg = pending.pop(0)
+            if to & mine:
+                await self.r.send(self.lie(msg))
+            if to & theirs:
+                answer = self._opponent(msg)
+                if answer is not None:
+                    pending.extend(ref.receive(1 - self.seat, answer, trio.current_time()))
+
+    def _opponent(self, msg: m.Message) -> m.Message | None:
+        """The suite's honest opponent: commit, fire in grid order, answer, reveal."""
+        ref = self.ref
+        assert ref is not None
+        g, me = ref.game, 1 - self.seat
+        assert g is not None
+        if isinstance(msg, m.GameStart):
+            fleet = random_fleet(ref.rules, self.rng)
+            self._opp = c = Committed(ref.rules, fleet, os.urandom(32), ref.match_id, msg.game, me)
+            self._defender = Defender(c)
+            if ref.mode == "custody":
+                return m.Place(ref.match_id, msg.game, tuple(fleet.to_list()), c.secret)
+            return m.Commit(ref.match_id, msg.game, c.commitment.to_dict())
+        nxt = getattr(msg, "next", None) if isinstance(msg, m.VerdictMsg | m.ShotLost) else None
+        if isinstance(msg, m.Firing):
+            nxt = msg.first
+        if nxt == me and g.phase is Phase.FIRING:
+            cells = [_scan(g, self.seat)]
+            while len(cells) < g.shot_count(me):
+                taken = {c.index(ref.rules.cols) for c in cells}
+                nextc = next(
+                    Cell(*divmod(i, ref.rules.cols))
+                    for i in range(ref.rules.cells)
+                    if i not in taken
+                    and i not in g.boards[self.seat].fired
+                    and i not in g.boards[self.seat].crossed
+                )
+                cells.append(nextc)
+            seq = self.rng.randrange(1 << 30)
+            return m.Fire(
+                ref.match_id, g.number, tuple(c.label() for c in cells), g.caller(me), seq
+            )
+        if ref.mode == "custody" or self._opp is None:
+            return None
+        if isinstance(msg, m.ShotCalled) and msg.seat == self.seat and g.pending is not None:
+            assert self._defender is not None
+            return m.Answer(ref.match_id, g.number, self._defender.answer(g.pending).to_dict())
+        if isinstance(msg, m.RevealNow):
+            return m.RevealMsg(ref.match_id, g.number, self._opp.reveal().to_dict())
+        return None
+
+    async def _conclude(self) -> None:
+        ref = self.ref
+        assert ref is not None
+        keys = [bytes.fromhex(p) for p in ref.players]
+        record = build_record(ref.match, keys, self.key.public_key().public_bytes_raw())
+        self.head = record_head(record)
+        self.signed = {"record": record, "sigs": [sign_as(record, self.key, "referee")]}
+        await self.r.send(self.lie(m.MatchOver(ref.match_id, ref.match.to_dict(), None, self.head)))
+
+    async def cosigns(self, settle: float) -> list[m.CoSign]:
+        """The ``cosign``s the client sends after ``match_over``: everything up to the answer to
+        a barrier ``ping`` (a client handles messages in order), then ``settle`` seconds more."""
+        await self.r.send(m.Ping(0x5EA))
+        got: list[m.CoSign] = []
+        with trio.move_on_after(self.r.timeout):
+            # Up to the pong, or the end of the stream: a client may close once it is done.
+            while (msg := await self.r.recv()) is not None:
+                if isinstance(msg, m.CoSign):
+                    got.append(msg)
+                elif isinstance(msg, m.Pong) and msg.n == 0x5EA:
+                    break
+        with trio.move_on_after(settle):
+            while True:
+                msg = await self.r.recv(timeout=settle + 1)
+                if msg is None:
+                    break
+                if isinstance(msg, m.CoSign):
+                    got.append(msg)
+                elif isinstance(msg, m.GetRecord) and self.signed is not None:
+                    await self.r.send(m.Ok(msg.id, {"record": dump_record(self.signed)}))
+        return got
+
+    def check_cosign(self, co: m.CoSign) -> None:
+        """A co-signature is of this match's head and verifies with the client's key (11.2)."""
+        assert self.ref is not None
+        if co.match != self.ref.match_id or co.head != self.head:
+            raise CaseFailed("the client co-signed another head than the record's (11.2)")
+        if not _verifies(self.client_key, co.sig, co.head):
+            raise CaseFailed("the client's co-signature does not verify with its key (11.2)")
+
+
+@dataclass
+class PeerHost:
+    """A peer match (6.7) the suite hosts, seat 0, against the joining client in seat 1.
+
+    ``answer`` may alter the host's verdicts and ``bad_nonce`` breaks the host's coin.
+    """
+
+    r: Remote
+    trace: Trace
+    key: Ed25519PrivateKey
+    joiner: bytes
+    rng: random.Random
+    answer: Callable[[Shot, Verdict], Verdict] = lambda s, v: v
+    bad_nonce: bool = False
+    ref: Referee | None = None
+    head: bytes = b""
+
+    async def start(self) -> None:
+        """Send ``start`` (6.7 step 2) for :data:`RULES`."""
+        mid = os.urandom(16)
+        rules = rules_from_dict(RULES)
+        players = (self.key.public_key().public_bytes_raw().hex(), self.joiner.hex())
+        self.ref = Referee(match_id=mid, rules=rules, mode="blind", players=players, lot=None)
+        await self.r.send(m.Start(mid, 1, rules.to_dict(), "peer", players))
+        self.ref.start(0.0)
+
+    async def play(self) -> None:
+        """Every game of the match (6.7 steps 3 to 5)."""
+        ref = self.ref
+        assert ref is not None
+        while not ref.over:
+            await self._game(ref)
+
+    async def _game(self, ref: Referee) -> None:
+        g = ref.game
+        assert g is not None
+        rules, mid, n = ref.rules, ref.match_id, g.number
+        mine = Committed(rules, random_fleet(rules, self.rng), os.urandom(32), mid, n, 0)
+        defender = Defender(mine)
+        ours = m.Commit(mid, n, mine.commitment.to_dict())
+        await self.r.send(ours)
+        self.trace.expect("commit under seat 1's context (6.7 step 3)")
+        theirs = await self.r.expect(m.Commit)
+        first = None
+        if g.first is None:
+            first = await self._coin(mid, n)
+        try:
+            ref.receive(0, ours, 0.0)
+            ref.receive(1, theirs, 0.0)
+        except ProtocolError as e:
+            raise CaseFailed(f"the joiner's commitment is refused: {e}") from None
+        if first is not None:
+            ref.draw(first, 0.0)
+        seq = 0
+        while g.phase in (Phase.FIRING, Phase.ANSWER):
+            if g.turn == 0:
+                seq += 1
+                fire = m.Fire(mid, n, (_scan(g, 1).label(),), g.caller(0), seq)
+                ref.receive(0, fire, 0.0)
+                await self.r.send(fire)
+                if g.pending is None:
+                    continue
+                self.trace.expect("answer on the host's shot (6.7 step 4)")
+                ans = await self.r.expect(m.Answer)
+                try:
+                    ref.receive(1, ans, 0.0)
+                except ProtocolError as e:
+                    raise CaseFailed(f"the joiner's verdict is malformed: {e}") from None
+            else:
+                self.trace.expect("fire or radar from the joiner on its turn (6.7 step 4)")
+                move = await self.r.expect(m.Fire, m.Radar)
+                try:
+                    ref.receive(1, move, 0.0)
+                except ProtocolError as e:
+                    raise CaseFailed(
+                        f"the joiner called a shot its own game refuses: {e}"
+                    ) from None
+                shot = g.pending
+                if shot is None:
+                    continue
+                answer = m.Answer(mid, n, self.answer(shot, defender.answer(shot)).to_dict())
+                await self.r.send(answer)
+                ref.receive(0, answer, 0.0)
+        if g.phase is Phase.REVEAL:
+            ours_r = m.RevealMsg(mid, n, mine.reveal().to_dict())
+            await self.r.send(ours_r)
+            self.trace.expect("reveal when the game enters phase reveal (6.7 step 5)")
+            theirs_r = await self.r.expect(m.RevealMsg)
+            for s, rv in ((0, ours_r), (1, theirs_r)):
+                try:
+                    ref.receive(s, rv, 0.0)
+                except ProtocolError as e:
+                    raise CaseFailed(f"reveal of seat {s} refused: {e}") from None
+            if g.outcome is None or g.faults[1] is not None:
+                raise CaseFailed(f"the joiner's reveal shows a fault: {g.faults[1]}")
+
+    async def _coin(self, mid: bytes, n: int) -> int:
+        nonce = os.urandom(32)
+        await self.r.send(m.Coin(mid, n, coin_commit(mid, n, 0, nonce), None))
+        self.trace.expect("coin{hash} from the joiner, then coin{nonce} (10.9)")
+        h = await self.r.expect(m.Coin)
+        assert isinstance(h, m.Coin)
+        if h.hash is None or h.nonce is not None:
+            raise CaseFailed("the joiner's first coin is not a hash alone (10.9 step 1)")
+        await self.r.send(m.Coin(mid, n, None, os.urandom(32) if self.bad_nonce else nonce))
+        o = await self.r.expect(m.Coin)
+        assert isinstance(o, m.Coin)
+        if o.nonce is None or coin_commit(mid, n, 1, o.nonce) != h.hash:
+            raise CaseFailed("the joiner's nonce does not open its hash (10.9 step 3)")
+        return coin_result(nonce, o.nonce)
+
+    async def cosign(self) -> m.CoSign:
+        """Exchange co-signatures (6.7 step 6); return the joiner's."""
+        ref = self.ref
+        assert ref is not None
+        pub = self.key.public_key().public_bytes_raw()
+        record = build_record(ref.match, [pub, self.joiner], None)
+        self.head = record_head(record)
+        await self.r.send(m.CoSign(ref.match_id, self.head, self.key.sign(self.head)))
+        self.trace.expect("cosign of the same head, by the joiner's key (6.7 step 6)")
+        co = await self.r.expect(m.CoSign)
+        assert isinstance(co, m.CoSign)
+        if co.head != self.head:
+            raise CaseFailed("the joiner co-signed another head: its transcript differs (6.7)")
+        if not _verifies(self.joiner, co.sig, co.head):
+            raise CaseFailed("the joiner's co-signature does not verify with its key")
+        return co
