@@ -1,0 +1,147 @@
+"""Run the fuzz targets under atheris: ``python -m fuzz.run --target all --runs 1000000``.
+
+Each target runs in a process of its own (libFuzzer ends the process it fuzzes in), from the
+seeds of :mod:`fuzz.corpus`, with the protocol code instrumented for coverage. This prints, per
+target, the executions libFuzzer reports, the time, and the outcome: ``ok`` when every execution
+raised nothing but the protocol errors the target allows, else the crash, its traceback and the
+file holding the input that caused it (replay it with ``--replay FILE``). Exits 1 on a crash.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+__all__ = ["Outcome", "fuzz", "main"]
+
+_NAMES = ("frames", "handshake", "referee")
+_DONE = re.compile(r"^Done (\d+) runs in (\d+) second", re.M)
+# The longest input per target: a referee run of this many bytes plays a whole game or two, and
+# longer ones only cost time.
+_MAX_LEN = {"frames": 1024, "handshake": 512, "referee": 384}
+
+
+class Outcome:
+    """What one target's run came to."""
+
+    def __init__(self, target: str, runs: int, seconds: float, crash: str | None) -> None:
+        self.target = target
+        self.runs = runs  #: executions, as libFuzzer counted them
+        self.seconds = seconds
+        self.crash = crash  #: libFuzzer's report of the crash, or ``None``
+
+    @property
+    def ok(self) -> bool:
+        """Whether the run ended without a crash."""
+        return self.crash is None
+
+    def line(self) -> str:
+        """One line for a person: target, executions, time, outcome."""
+        rate = self.runs / self.seconds if self.seconds else 0.0
+        what = "ok" if self.ok else "CRASH"
+        return (
+            f"{self.target}: {self.runs:,} executions in {self.seconds:.0f} s "
+            f"({rate:,.0f}/s): {what}"
+        )
+
+
+def fuzz(target: str, runs: int, *, seed: int = 1, workdir: Path) -> Outcome:
+    """Fuzz ``target`` for ``runs`` executions in a child process; artifacts go to ``workdir``."""
+    corpus = workdir / f"corpus-{target}"
+    corpus.mkdir(parents=True, exist_ok=True)
+    _write_seeds(target, corpus)
+    cmd = [
+        sys.executable, "-m", "fuzz.run", "--child", target,
+        f"-runs={runs}", f"-seed={seed}", f"-max_len={_MAX_LEN[target]}",
+        f"-artifact_prefix={workdir}/{target}-", "-print_final_stats=1", str(corpus),
+    ]  # fmt: skip
+    start = time.monotonic()
+    proc = subprocess.run(
+        cmd, cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True
+    )
+    seconds = time.monotonic() - start
+    log = proc.stdout + proc.stderr
+    done = _DONE.search(log)
+    count = int(done.group(1)) if done else _executed(log)
+    crash = None if proc.returncode == 0 and done else _tail(log)
+    return Outcome(target, count, seconds, crash)
+
+
+def _write_seeds(target: str, corpus: Path) -> None:
+    from .corpus import seeds
+
+    for i, s in enumerate(seeds(target)):
+        (corpus / f"seed-{i:03d}").write_bytes(s)
+
+
+def _executed(log: str) -> int:
+    """The last execution count libFuzzer printed (``#N``), for a run that did not finish."""
+    counts = re.findall(r"^#(\d+)", log, re.M)
+    return int(counts[-1]) if counts else 0
+
+
+def _tail(log: str, lines: int = 40) -> str:
+    start = log.find("=== Uncaught Python exception")
+    text = log[start:] if start >= 0 else log
+    return "\n".join(text.splitlines()[:lines])
+
+
+def _child(target: str, args: list[str]) -> None:
+    """Fuzz ``target`` in this process, with the protocol code instrumented (never returns)."""
+    import atheris
+
+    # The code under test only: instrumenting the driver would slow every run for no coverage.
+    with atheris.instrument_imports(include=["seabattle.protocol"]):
+        from .targets import TARGETS
+    atheris.Setup([sys.argv[0], *args], TARGETS[target])
+    atheris.Fuzz()
+
+
+def _replay(target: str, path: Path) -> None:
+    from .targets import TARGETS
+
+    TARGETS[target](path.read_bytes())
+    print(f"{target}: {path} raised nothing")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line; see the module docstring."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--child"]:
+        _child(argv[1], argv[2:])
+    p = argparse.ArgumentParser(prog="python -m fuzz.run", description=__doc__)
+    p.add_argument("--target", default="all", choices=("all", *_NAMES))
+    p.add_argument("--runs", type=int, default=100_000, help="executions per target")
+    p.add_argument("--seed", type=int, default=1, help="libFuzzer's random seed")
+    p.add_argument("--workdir", type=Path, help="where corpora and crash inputs go")
+    p.add_argument("--replay", type=Path, help="run the target once on this input file")
+    p.add_argument("--json", action="store_true", help="print the outcomes as JSON")
+    a = p.parse_args(argv)
+    names = _NAMES if a.target == "all" else (a.target,)
+    if a.replay is not None:
+        for name in names:
+            _replay(name, a.replay)
+        return 0
+    workdir = a.workdir or Path(tempfile.mkdtemp(prefix="seabattle-fuzz-"))
+    outcomes = []
+    for name in names:
+        o = fuzz(name, a.runs, seed=a.seed, workdir=workdir)
+        outcomes.append(o)
+        print(o.line(), flush=True)
+        if o.crash is not None:
+            print(o.crash, flush=True)
+    total = sum(o.runs for o in outcomes)
+    if a.json:
+        print(json.dumps([vars(o) for o in outcomes]))
+    print(f"all: {total:,} executions, {sum(not o.ok for o in outcomes)} crashed; in {workdir}")
+    return 0 if all(o.ok for o in outcomes) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
