@@ -6,8 +6,8 @@ failure (a record that does not verify, a lost connection), 2 a usage error (cli
 
 This module holds the group and ``rules``; the other commands live beside it, by what they do:
 :mod:`.cli_serve` (``serve``, ``demo``), :mod:`.cli_play` (``bot``, ``play``), :mod:`.cli_peer`
-(``host``, ``join``) and :mod:`.cli_records` (``verify``), sharing :mod:`.cli_common`. Their
-heavier imports (the server above all) stay inside the commands.
+(``host``, ``join``), :mod:`.cli_records` (``verify``) and :mod:`.show` (``show``), sharing
+:mod:`.cli_common`. Their heavier imports (the server above all) stay inside the commands.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from .cli_play import _bot_server as _bot_server  # re-exported: tests drive it 
 from .cli_play import bot, play
 from .cli_records import verify
 from .cli_serve import demo, serve
+from .show import show
 
 __all__ = ["main"]
 
@@ -82,7 +83,7 @@ def rules(name: str | None, as_json: bool) -> None:
     console.print(table)
 
 
-for _command in (serve, verify, bot, host_cmd, join_cmd, play, demo):
+for _command in (serve, verify, show, bot, host_cmd, join_cmd, play, demo):
     main.add_command(_command)
 
 

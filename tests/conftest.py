@@ -1,5 +1,6 @@
-"""Fixtures shared by the tests that need a running referee server (built on ``helpers``), and
-the PostgreSQL server the store's tests run against (`postgres_url`, `postgres_db`)."""
+"""Fixtures shared by the tests that need a running referee server (built on ``helpers``), the
+PostgreSQL server the store's tests run against (`postgres_url`, `postgres_db`), and the headless
+Chromium the web pages' tests drive (`browser`, built on ``chromium``)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from urllib.parse import urlsplit
 import pytest
 import trio
 import trio.testing
+from chromium import Browser
 from helpers import start_server
 
 
@@ -187,3 +189,35 @@ def autojump_clock() -> trio.testing.MockClock:
     moves are being stored. 20 ms is far above a journal write and far below any test's length.
     """
     return trio.testing.MockClock(autojump_threshold=0.02)
+
+
+# Headless Chromium for the web pages' tests (the record replay, the live spectator page).
+
+
+def _chromium_missing(why: str) -> NoReturn:
+    """In CI a test that needs Chromium fails without it; elsewhere it is skipped."""
+    what = f"{why}: install Chromium (Debian: apt-get install chromium) or set SEABATTLE_CHROMIUM"
+    if os.environ.get("CI"):
+        pytest.fail(what, pytrace=False)
+    pytest.skip(what)
+
+
+@pytest.fixture(scope="session")
+def chromium_path() -> str:
+    """The Chromium to drive: ``SEABATTLE_CHROMIUM`` if set, else ``chromium`` on the PATH, else
+    the test fails (``CI`` set) or is skipped."""
+    found = os.environ.get("SEABATTLE_CHROMIUM") or shutil.which("chromium")
+    if not found:
+        _chromium_missing("no chromium on the PATH")
+    return found
+
+
+@pytest.fixture(scope="module")
+def browser(chromium_path: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
+    """A headless Chromium with one page, driven over the DevTools protocol on a pipe; one per
+    test module (it takes seconds to start), each test opening the page it needs."""
+    b = Browser(chromium_path, tmp_path_factory.mktemp("chromium-profile"))
+    try:
+        yield b
+    finally:
+        b.close()
