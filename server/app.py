@@ -11,9 +11,10 @@ sent (shielded, briefly) before it unwinds. Past ``max_clients`` connections, a 
 ``bye{reason: "busy"}`` and closed.
 
 Operations. ``serve(metrics=(host, port))`` also answers ``GET /metrics`` there (Prometheus text;
-:mod:`.metrics`); the counters are kept whether or not anyone scrapes them, in the
-:class:`~.metrics.Metrics` passed as ``stats`` (or a private one), and :func:`main` prints their
-totals on shutdown under ``--json``. :func:`main` logs as text or as JSON lines (:mod:`.logs`).
+:mod:`.metrics`), ``/healthz`` and the live spectator pages ``/watch/MATCH`` (:mod:`.watch`);
+the counters are kept whether or not anyone scrapes them, in the :class:`~.metrics.Metrics`
+passed as ``stats`` (or a private one), and :func:`main` prints their totals on shutdown under
+``--json``. :func:`main` logs as text or as JSON lines (:mod:`.logs`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import os
 import signal
 import ssl
 import sys
+from functools import partial
 from typing import Any
 
 import trio
@@ -40,6 +42,7 @@ from .logs import configure_logging
 from .metrics import Metrics, serve_metrics
 from .session import Client, Heartbeat, Identity
 from .store import Store, StoreError, _is_postgres
+from .watch import WatchSite
 
 __all__ = ["main", "serve"]
 
@@ -169,7 +172,16 @@ async def serve(
         matches.start_soon(accept)
         if metrics is not None:
             # In the outer nursery: scrapes go on answering while matches drain on shutdown.
-            mhost, mport = await outer.start(serve_metrics, stats, metrics[0], metrics[1])
+            mhost, mport = await outer.start(
+                partial(
+                    serve_metrics,
+                    stats,
+                    metrics[0],
+                    metrics[1],
+                    ready=partial(_not_ready, lobby),
+                    routes=WatchSite(lobby),
+                )
+            )
             _log.info("metrics on http://%s:%d/metrics", mhost, mport)
         _log.info("listening on %s:%d (guests %s)", addr[0], addr[1], guests)
         task_status.started((addr[0], addr[1]))
@@ -186,6 +198,15 @@ async def serve(
             matches.cancel_scope.cancel()
             outer.cancel_scope.cancel()
             _restore_gc(thresholds)
+
+
+def _not_ready(lobby: Lobby) -> str | None:
+    """Why the server takes no players now (``/healthz/ready``), or ``None``."""
+    if lobby.closing:
+        return "shutting down"
+    if lobby.cluster is not None and lobby.cluster.lost.is_set():
+        return "this node's cluster lease is lost"
+    return None
 
 
 async def _cancel_when(event: trio.Event, scope: trio.CancelScope) -> None:
@@ -288,6 +309,7 @@ def main(
     cluster: bool | None = None,
     advertise: str | None = None,
     lease: float = 10.0,
+    limits: Limits | None = None,
 ) -> None:
     """Run the server until SIGINT/SIGTERM (``seabattle serve``); prints where it listens.
 
@@ -296,6 +318,8 @@ def main(
     is ``text`` or ``json`` (stderr). ``metrics_port`` (0: any free port) serves ``GET /metrics``
     on ``metrics_host``, loopback unless asked otherwise. ``cluster``, ``advertise`` and
     ``lease`` place the node among the others on its database (:func:`serve`, :mod:`.cluster`).
+    ``limits``: the server's :class:`~.config.Limits` (``seabattle serve`` reads them with
+    :mod:`.settings`). A file or folder it cannot use stops it with one line on stderr.
     """
     if advertise is not None:
         _host, sep, aport = advertise.rpartition(":")
@@ -307,7 +331,15 @@ def main(
         if not (tls_cert and tls_key):
             raise SystemExit("TLS needs both a certificate and a key")
         tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        tls.load_cert_chain(tls_cert, tls_key)
+        try:
+            tls.load_cert_chain(tls_cert, tls_key)
+        except (OSError, ssl.SSLError) as e:
+            # ssl's errors name neither file: say which two were given.
+            why = e.strerror if isinstance(e, OSError) and e.strerror else e
+            raise SystemExit(
+                f"seabattle server: cannot load the TLS certificate {tls_cert} and key {tls_key}:"
+                f" {why}"
+            ) from None
     stats = Metrics()
     metrics = (metrics_host, metrics_port) if metrics_port is not None else None
     started = False
@@ -338,6 +370,7 @@ def main(
                         key_path=key,
                         guests=guests,
                         tls=tls,
+                        limits=limits,
                         shutdown=shutdown,
                         metrics=metrics,
                         stats=stats,

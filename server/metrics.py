@@ -10,19 +10,25 @@ can never drift from it.
 :func:`serve_metrics` is a deliberately small HTTP/1.1 responder: one request per connection, a
 request head of at most ``head_limit`` bytes, ``timeout`` seconds for the whole exchange and at
 most ``max_scrapes`` connections at once. ``GET /metrics`` (or ``HEAD``) answers the text
-exposition format, version 0.0.4; any other path is 404. It should listen on loopback (the
-default in :func:`seabattle.server.app.main`): the figures are not secret, but nobody outside
-should be able to make the server render them in a loop.
+exposition format, version 0.0.4. ``/healthz/live`` says the event loop answers,
+``/healthz/ready`` that the server also takes players (503 with the reason while it does not:
+shutting down, its cluster lease lost), ``/healthz`` both as JSON. ``routes`` adds paths (the live
+spectator page of :mod:`.watch`, whose event streams outlive ``timeout`` and bound their own
+writes); any other path is 404. It should listen on loopback (the default in
+:func:`seabattle.server.app.main`): the figures are not secret, but nobody outside should be able
+to make the server render them in a loop.
 """
 
 from __future__ import annotations
 
 import bisect
+import json
+import logging
 import math
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import trio
 from seabattle.protocol.errors import ErrorCode
@@ -33,6 +39,9 @@ __all__ = [
     "Gauges",
     "Histogram",
     "Metrics",
+    "Routes",
+    "Streamer",
+    "http_response",
     "serve_metrics",
 ]
 
@@ -43,6 +52,8 @@ blind-mode client at the answer clock's limit takes up to a minute."""
 STORE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0)
 """Upper bounds (seconds) of the store-call histogram: an SQLite call is well under a millisecond
 when the file is cached, and ``busy_timeout`` (5 s) bounds the worst."""
+
+_log = logging.getLogger("seabattle.server.metrics")
 
 #: Label values the match families always show, so a dashboard sees 0 rather than no series.
 _MODES = ("blind", "custody")
@@ -304,6 +315,22 @@ def _code_name(code: int) -> str:
 _CONTENT_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
 
 
+#: A response that goes on after its head: it writes to the stream itself, and is not bound by
+#: the endpoint's ``timeout`` (a server-sent event stream bounds its own writes).
+Streamer = Callable[[trio.abc.SendStream], Awaitable[None]]
+
+
+class Routes(Protocol):
+    """More paths for the endpoint (the live spectator page, :mod:`.watch`)."""
+
+    def route(self, method: bytes, path: bytes) -> bytes | Streamer | None:
+        """The whole response to ``method path``, a :data:`Streamer`, or ``None``: not ours."""
+
+
+def _always_ready() -> str | None:
+    return None
+
+
 async def serve_metrics(
     metrics: Metrics,
     host: str,
@@ -313,10 +340,13 @@ async def serve_metrics(
     head_limit: int = 8192,
     timeout: float = 5.0,
     max_scrapes: int = 16,
+    ready: Callable[[], str | None] = _always_ready,
+    routes: Routes | None = None,
 ) -> None:
     """Answer ``GET /metrics`` on ``host:port`` until cancelled; reports the bound address.
 
-    Also sets ``metrics.address``. See the module docstring for the bounds.
+    Also sets ``metrics.address``. See the module docstring for the bounds, ``/healthz`` and
+    ``routes``. ``ready`` says why the server is not ready (``None``: it is).
     """
     try:
         listeners = await trio.open_tcp_listeners(port, host=host)
@@ -327,17 +357,27 @@ async def serve_metrics(
 
     async def handle(stream: trio.SocketStream) -> None:
         nonlocal active
+        follow: Streamer | None = None
         try:
             if active >= max_scrapes:
                 return  # closing at once is the cheapest way to say no
             active += 1
             try:
                 with trio.move_on_after(timeout):
-                    await stream.send_all(await _respond(stream, metrics, head_limit))
+                    answer = await _respond(stream, metrics, head_limit, ready, routes)
+                    if isinstance(answer, bytes):
+                        await stream.send_all(answer)
+                    else:
+                        follow = answer
             finally:
                 active -= 1
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            if follow is not None:
+                await follow(stream)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError):
             pass
+        except Exception:
+            # One request's failure must never take the endpoint (and the server) down.
+            _log.exception("the HTTP endpoint failed a request")
         finally:
             await trio.aclose_forcefully(stream)
 
@@ -347,38 +387,76 @@ async def serve_metrics(
     await trio.serve_listeners(handle, listeners)
 
 
-async def _respond(stream: trio.abc.ReceiveStream, metrics: Metrics, limit: int) -> bytes:
-    """Read one request head and return the whole response for it."""
+_HEALTH = (b"/healthz", b"/healthz/live", b"/healthz/ready")
+
+
+async def _respond(
+    stream: trio.abc.ReceiveStream,
+    metrics: Metrics,
+    limit: int,
+    ready: Callable[[], str | None],
+    routes: Routes | None,
+) -> bytes | Streamer:
+    """Read one request head and return the whole response for it (or its streamer)."""
     buf = bytearray()
     while b"\r\n\r\n" not in buf and b"\n\n" not in buf:
         if len(buf) > limit:
-            return _response(431, b"request head too large\n")
+            return http_response(431, b"request head too large\n")
         data = await stream.receive_some(limit + 1 - len(buf))
         if not data:
-            return _response(400, b"incomplete request\n")
+            return http_response(400, b"incomplete request\n")
         buf += data
     line = bytes(buf).split(b"\n", 1)[0].rstrip(b"\r")
     parts = line.split(b" ")
     if len(parts) != 3 or not parts[2].startswith(b"HTTP/1."):
-        return _response(400, b"bad request line\n")
+        return http_response(400, b"bad request line\n")
     method, target = parts[0], parts[1]
     path = target.split(b"?", 1)[0]
-    if path != b"/metrics" or method not in (b"GET", b"HEAD"):
-        return _response(404, b"not found; try GET /metrics\n")
-    body = metrics.render().encode()
-    return _response(200, body, _CONTENT_TYPE, head_only=method == b"HEAD")
+    if method not in (b"GET", b"HEAD"):
+        return http_response(404, b"not found; try GET /metrics\n")
+    head_only = method == b"HEAD"
+    if path == b"/metrics":
+        body = metrics.render().encode()
+        return http_response(200, body, _CONTENT_TYPE, head_only=head_only)
+    if path in _HEALTH:
+        return _health(path, ready(), head_only)
+    answer = routes.route(method, path) if routes is not None else None
+    if answer is None:
+        return http_response(404, b"not found; try GET /metrics\n")
+    return answer
 
 
-_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 431: "Request Header Fields Too Large"}
+def _health(path: bytes, not_ready: str | None, head_only: bool) -> bytes:
+    """``/healthz/live``: the server's event loop answers; ``/healthz/ready``: it also takes
+    players; ``/healthz``: both, as JSON. 503 when the question asked is answered no."""
+    if path == b"/healthz/live":
+        return http_response(200, b"live\n", head_only=head_only)
+    status = 200 if not_ready is None else 503
+    if path == b"/healthz/ready":
+        return http_response(status, f"{not_ready or 'ready'}\n".encode(), head_only=head_only)
+    body = {"live": True, "ready": not_ready is None, "reason": not_ready or ""}
+    return http_response(
+        status, json.dumps(body).encode() + b"\n", b"application/json", head_only=head_only
+    )
 
 
-def _response(
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    404: "Not Found",
+    431: "Request Header Fields Too Large",
+    503: "Service Unavailable",
+}
+
+
+def http_response(
     status: int,
     body: bytes,
     content_type: bytes = b"text/plain; charset=utf-8",
     *,
     head_only: bool = False,
 ) -> bytes:
+    """A whole HTTP/1.1 response (one per connection: ``Connection: close``)."""
     head = (
         (
             f"HTTP/1.1 {status} {_REASONS[status]}\r\n"
