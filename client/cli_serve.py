@@ -21,19 +21,45 @@ from .cli_common import _rules_arg, _rules_map, console
 __all__ = ["demo", "serve"]
 
 
+def _settings() -> Any:
+    try:
+        from seabattle.server import settings
+    except ImportError as e:
+        raise click.ClickException(f"the server is not available: {e}") from None
+    return settings
+
+
 @click.command()
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=7010, show_default=True, type=int)
+@click.option(
+    "--config",
+    "config",
+    default=None,
+    envvar="SEABATTLE_CONFIG",
+    type=click.Path(dir_okay=False),
+    help="A TOML file of settings (the keys --print-config shows); SEABATTLE_CONFIG too.",
+)
+@click.option(
+    "--print-config",
+    is_flag=True,
+    help="Print the effective settings (file, SEABATTLE_* variables, options) and exit.",
+)
+@click.option("--host", default=None, help="Address to listen on.")
+@click.option("--port", default=None, type=int, help="Port (0: any free port).")
 @click.option(
     "--db",
-    default="seabattle.db",
-    show_default=True,
+    default=None,
     help="SQLite database file (WAL mode, created owner-only), or a postgresql://user@host/db URL.",
 )
 @click.option(
-    "--key", default="server.key", show_default=True, help="Identity key file (created if missing)."
+    "--key",
+    default=None,
+    help="Identity key file (created if missing).",
 )
-@click.option("--no-guests", is_flag=True, help="Refuse unregistered keys.")
+@click.option(
+    "--guests/--no-guests",
+    default=None,
+    help="Admit any key, or only keys registered with `seabattle keys add`.",
+)
 @click.option("--tls-cert", default=None, type=click.Path(dir_okay=False))
 @click.option("--tls-key", default=None, type=click.Path(dir_okay=False))
 @click.option(
@@ -41,31 +67,29 @@ __all__ = ["demo", "serve"]
     "--json-status",
     "json_status",
     is_flag=True,
+    default=None,
     help="Status as JSON lines on stdout: one when listening, one with totals on shutdown.",
 )
 @click.option(
     "--log-format",
     type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
+    default=None,
     help="Log lines on stderr: text, or one JSON object per line.",
 )
 @click.option(
     "--metrics-port",
-    type=click.IntRange(0, 65535),
+    type=int,
     default=None,
     help="Serve Prometheus metrics at /metrics on this port (0: any free port, printed).",
 )
 @click.option(
     "--metrics-host",
-    default="127.0.0.1",
-    show_default=True,
+    default=None,
     help="Address the metrics endpoint binds.",
 )
 @click.option(
     "--node",
-    default="main",
-    show_default=True,
+    default=None,
     help="This server's name among nodes sharing one database (each takes up its own matches).",
 )
 @click.option(
@@ -82,50 +106,30 @@ __all__ = ["demo", "serve"]
 )
 @click.option(
     "--lease",
-    type=click.FloatRange(0.5, 3600),
-    default=10.0,
-    show_default=True,
+    type=float,
+    default=None,
     help="Seconds after which another node takes over the matches of a node that went silent.",
 )
-def serve(
-    host: str,
-    port: int,
-    db: str,
-    key: str,
-    no_guests: bool,
-    tls_cert: str | None,
-    tls_key: str | None,
-    json_status: bool,
-    log_format: str,
-    metrics_port: int | None,
-    metrics_host: str,
-    node: str,
-    cluster: bool | None,
-    advertise: str | None,
-    lease: float,
-) -> None:
-    """Run a referee server (one node of several, on PostgreSQL)."""
+def serve(config: str | None, print_config: bool, **given: Any) -> None:
+    """Run a referee server (one node of several, on PostgreSQL).
+
+    Every option, and the server's limits (rate, max_clients, the timeouts, the journal...), may
+    also come from the --config file (`port = 7010`) or the environment (SEABATTLE_PORT=7010);
+    an option given here wins over both, a variable over the file. --print-config shows every
+    setting with its default, or where its value came from.
+    """
+    settings = _settings()
     try:
-        from seabattle.server import app
-    except ImportError as e:
-        raise click.ClickException(f"the server is not available: {e}") from None
-    app.main(
-        host=host,
-        port=port,
-        db=db,
-        key=key,
-        guests=not no_guests,
-        tls_cert=tls_cert,
-        tls_key=tls_key,
-        json_status=json_status,
-        log_format=log_format,
-        metrics_port=metrics_port,
-        metrics_host=metrics_host,
-        node=node,
-        cluster=cluster,
-        advertise=advertise,
-        lease=lease,
-    )
+        effective = settings.load(given, config=config)
+    except settings.SettingsError as e:
+        raise click.ClickException(str(e)) from None
+    from seabattle.server import app
+
+    if print_config:
+        # app._redact: the one place that knows how a database URL hides its password.
+        click.echo(settings.render(effective, redact=app._redact), nl=False)
+        return
+    app.main(**effective.main_kwargs())
 
 
 async def _demo_server(rules: RuleSet, tmp: str) -> dict[str, Any]:
