@@ -190,12 +190,11 @@ _PAGE = (
 <meta http-equiv="Content-Security-Policy" content="@CSP@; connect-src 'self'">
 <title>seabattle: watching @MATCH@</title>
 <style>@CSS@
-#status { margin: .5em 0; }
 </style>
 </head>
 <body>
 <h1>Match @MATCH@ <span class="muted">live</span></h1>
-<p id="status">connecting&hellip;</p>
+<p><span id="status">connecting&hellip;</span><span id="clock"></span></p>
 <div id="boards" class="boards"></div>
 <p id="end"></p>
 <script>@JS@
@@ -203,6 +202,12 @@ _PAGE = (
   var status = document.getElementById("status"), boards = document.getElementById("boards");
   var src = new EventSource(location.pathname.replace(/\\/$/, "") + "/events");
   window.sbViews = [];
+  var clock = null, clockText = document.getElementById("clock");
+  function tick() {
+    var left = clock ? Math.max(0, Math.ceil(clock.left - (Date.now() - clock.at) / 1000)) : 0;
+    clockText.textContent = clock ? " \\u00b7 " + clock.kind + " clock " + left + " s" : "";
+  }
+  setInterval(tick, 250);
   function occupancy(rules, fleet) {
     if (!fleet) return null;
     var occ = new Array(rules.rows * rules.cols).fill(0);
@@ -220,10 +225,15 @@ _PAGE = (
     var text = rules.name + " \\u00b7 " + v.mode;
     if (v.game) {
       text += " \\u00b7 game " + v.game + " \\u00b7 " + v.phase + " \\u00b7 " + v.shots + " shots";
-      if (v.turn !== null && v.turn !== undefined) text += " \\u00b7 seat " + v.turn + " to move";
-      if (v.clock) text += " \\u00b7 " + v.clock.kind + " clock " + v.clock.left + " s";
+      // In the answer phase the mover is the shooter; the defender owes the verdict.
+      if (v.phase === "answer") text += " \\u00b7 seat " + (1 - v.turn) + " answers";
+      else if (v.turn !== null && v.turn !== undefined)
+        text += " \\u00b7 seat " + v.turn + " to move";
     }
     status.textContent = text;
+    // The view's clock is as of when it was sent: count it down here until the next view.
+    clock = v.clock ? {kind: v.clock.kind, left: v.clock.left, at: Date.now()} : null;
+    tick();
     boards.textContent = "";
     if (v.boards) [0, 1].forEach(function (seat) {
       var t = sbBoard(rules, "seat " + seat + " (" + v.players[seat].slice(0, 12) + ")",
