@@ -9,15 +9,19 @@ private match, an unknown one and a path that is not a match are all 404.
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
+import trio.testing
 from chromium import Browser
 from helpers import SMALL, Bot, connect, pair, play_both, start_server
 from seabattle.protocol import messages as m
 from seabattle.protocol.rules import rules_from_dict
 from seabattle.server.metrics import Metrics, serve_metrics
+from seabattle.server.watch import WatchSite
 
 
 async def _get(addr: tuple[str, int], path: str) -> tuple[int, str, bytes]:
@@ -191,3 +195,62 @@ async def test_the_page_follows_a_running_match_in_chromium(
         browser.eval, "document.querySelectorAll('td.ship').length"
     )
     assert ships == 2 * rules_from_dict(SMALL).fleet_cells
+
+
+# -- bounds ---------------------------------------------------------------------------------------
+
+
+class _Ref:
+    """A running public match as the watch routes see it: views on demand, spectators."""
+
+    def __init__(self) -> None:
+        self.match_id = bytes(range(16))
+        self.hex = self.match_id.hex()
+        self.public, self.over = True, False
+        self.spectators: set[Any] = set()
+
+    def view(self) -> dict[str, Any]:
+        return {"over": False, "phase": "firing", "shots": 0}
+
+    def watch(self, peer: Any) -> None:
+        self.spectators.add(peer)
+        peer.send(m.Snapshot(self.match_id, None, self.view()))
+
+    def unwatch(self, peer: Any) -> bool:
+        self.spectators.discard(peer)
+        return True
+
+
+async def test_a_spectator_that_stops_reading_is_dropped(autojump_clock: Any) -> None:
+    ref = _Ref()
+    lobby: Any = type("L", (), {"running": {ref.match_id: ref}})()
+    site = WatchSite(lobby, max_streams=1, write_timeout=10)
+    streamer = site.route(b"GET", f"/watch/{ref.hex}/events".encode())
+    assert callable(streamer)
+    # One stream at a time here: the next is told so at once.
+    send, receive = trio.testing.lockstep_stream_pair()  # a write waits for its reader
+    with trio.fail_after(60):
+        await _one_stalled_reader(site, ref, streamer, send, receive)
+    assert 10 <= trio.current_time() < 11
+    assert ref.spectators == set() and site.streams == 0
+
+
+async def _one_stalled_reader(
+    site: WatchSite, ref: _Ref, streamer: Any, send: Any, receive: Any
+) -> None:
+    async with trio.open_nursery() as n:
+        n.start_soon(lambda: _expect_too_slow(streamer(send)))
+        await trio.testing.wait_all_tasks_blocked()
+        busy = site.route(b"GET", f"/watch/{ref.hex}/events".encode())
+        assert isinstance(busy, bytes) and busy.startswith(b"HTTP/1.1 503 ")
+        # The reader takes the response head, then never reads again: the first view's write
+        # waits its 10 s, and the stream is dropped.
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += await receive.receive_some()
+        assert head.startswith(b"HTTP/1.1 200 ")
+
+
+async def _expect_too_slow(stream: Awaitable[None]) -> None:
+    with pytest.raises(trio.TooSlowError):
+        await stream
