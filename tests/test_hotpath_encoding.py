@@ -171,7 +171,9 @@ def test_a_field_that_is_not_walked_cannot_hold_what_the_walk_refuses(tag: str) 
             _same(msg)  # the same bytes (or, for a huge int, the same packing error)
 
 
-def _reference_check(value: Any, tp: Any, where: str, max_bytes: int | None) -> Any:
+def _reference_check(
+    value: Any, tp: Any, where: str, max_bytes: int | None, ints: tuple[int, int]
+) -> Any:
     """The field rules as the protocol states them, written out plainly: what ``value`` is held
     as in a field annotated ``tp`` (lists as tuples), or the ``BAD_MESSAGE`` refusal. The message
     module's one validation path must agree with it, value types and error text included."""
@@ -184,8 +186,10 @@ def _reference_check(value: Any, tp: Any, where: str, max_bytes: int | None) -> 
             if a is type(None):
                 continue
             try:
-                return _reference_check(value, a, where, max_bytes)
-            except RemoteProtocolError:
+                return _reference_check(value, a, where, max_bytes, ints)
+            except RemoteProtocolError as e:
+                if "integer outside" in e.detail:
+                    raise  # the right type, a value out of range: that is the refusal
                 continue
         raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, f"{where}: wrong type")
     if origin is tuple:
@@ -193,7 +197,7 @@ def _reference_check(value: Any, tp: Any, where: str, max_bytes: int | None) -> 
         if not isinstance(value, list | tuple) or len(value) > m.MAX_LIST:
             raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, f"{where}: expected a list")
         return tuple(
-            _reference_check(v, item, f"{where}[{i}]", max_bytes) for i, v in enumerate(value)
+            _reference_check(v, item, f"{where}[{i}]", max_bytes, ints) for i, v in enumerate(value)
         )
     if tp is Any:
         return value
@@ -203,6 +207,10 @@ def _reference_check(value: Any, tp: Any, where: str, max_bytes: int | None) -> 
     elif tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, f"{where}: expected an integer")
+        if not ints[0] <= value <= ints[1]:
+            raise RemoteProtocolError(
+                ErrorCode.BAD_MESSAGE, f"{where}: integer outside {ints[0]}..{ints[1]}"
+            )
     elif tp is str:
         if not isinstance(value, str) or len(value) > m.MAX_TEXT:
             raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, f"{where}: expected text")
@@ -222,7 +230,7 @@ def _reference(cls: type[m.Message], args: dict[str, Any]) -> list[Any]:
     field order; the first field refused raises (a server's bin is bounded by the frame alone)."""
     max_bytes = None if cls.DIR is m.Dir.S2C else m.MAX_BYTES
     return [
-        _reference_check(args[name], tp, f"{cls.TAG}.{name}", max_bytes)
+        _reference_check(args[name], tp, f"{cls.TAG}.{name}", max_bytes, m.int_range(cls.TAG, name))
         for name, tp in fields(cls).items()
     ]
 
@@ -234,8 +242,17 @@ def _held(msg: m.Message) -> list[Any]:
 @pytest.mark.parametrize("tag", TAGS)
 def test_validation_agrees_with_the_reference_rules(tag: str) -> None:
     cls = m.MESSAGES[tag]
-    base = {name: sample(tp) for name, tp in fields(cls).items()}
-    values = [*ANYTHING, b"x" * (m.MAX_BYTES + 1), ["x"] * (m.MAX_LIST + 1), [1, True], (True,)]
+    base = {name: v for name, v in wire_of(cls).items() if name != "t"}
+    edges = [-1, 1, 2, 7, 8, 999, 1000, 9999, 10000, 2**31 - 1, 2**31, 2**53 - 1, 2**53]
+    values = [
+        *ANYTHING,
+        *edges,
+        [1, 2**53],
+        b"x" * (m.MAX_BYTES + 1),
+        ["x"] * (m.MAX_LIST + 1),
+        [1, True],
+        (True,),
+    ]
     for name in fields(cls):
         for value in values:
             args = {**base, name: value}

@@ -186,7 +186,7 @@ async def test_garbage_moves_are_refused_and_the_match_plays_on(
     for v in verdicts:
         await refused(a, m.Answer(mid, 1, v))
     await refused(a, m.RevealMsg(mid, 1, {"fleet": "x", "secret": 5}))
-    await refused(a, m.Fire(mid, 1, ("A1",) * 4000, 2**62, 1))
+    await refused(a, m.Fire(mid, 1, ("A1",) * 4000, 7, 1))
 
     # The match is none the worse: both commit and play it out.
     assert ba.committed is not None and bb.committed is not None
