@@ -47,4 +47,12 @@ def seeds(target: str) -> list[bytes]:
             for mode in (0, 1)
             for steps in (30, 200)
         ] + noise
+    if target == "mixed":
+        # fuzz.targets.mixed: a byte naming the target (frames 0, handshake 1, referee 2), then
+        # a few short seeds of each.
+        return [
+            bytes([i]) + s
+            for i, name in enumerate(("frames", "handshake", "referee"))
+            for s in sorted(seeds(name), key=len)[:6]
+        ]
     raise KeyError(target)

@@ -5,6 +5,9 @@ seeds of :mod:`fuzz.corpus`, with the protocol code instrumented for coverage. T
 target, the executions libFuzzer reports, the time, and the outcome: ``ok`` when every execution
 raised nothing but the protocol errors the target allows, else the crash, its traceback and the
 file holding the input that caused it (replay it with ``--replay FILE``). Exits 1 on a crash.
+
+``--max-seconds`` bounds each target's time as well (libFuzzer stops at whichever comes first,
+and the executions are then fewer than ``--runs``).
 """
 
 from __future__ import annotations
@@ -51,22 +54,36 @@ class Outcome:
         )
 
 
-def fuzz(target: str, runs: int, *, seed: int = 1, workdir: Path) -> Outcome:
-    """Fuzz ``target`` for ``runs`` executions in a child process; artifacts go to ``workdir``."""
+def fuzz(
+    target: str,
+    runs: int,
+    *,
+    seed: int = 1,
+    workdir: Path,
+    max_seconds: int = 0,
+    seeded: bool = True,
+) -> Outcome:
+    """Fuzz ``target`` for ``runs`` executions (or ``max_seconds``, if sooner) in a child
+    process, from its seeds unless ``seeded`` is false; the corpus, libFuzzer's log
+    (``TARGET.log``, to follow a long run) and any crash input go to ``workdir``."""
     corpus = workdir / f"corpus-{target}"
     corpus.mkdir(parents=True, exist_ok=True)
-    _write_seeds(target, corpus)
+    if seeded:
+        _write_seeds(target, corpus)
     cmd = [
         sys.executable, "-m", "fuzz.run", "--child", target,
-        f"-runs={runs}", f"-seed={seed}", f"-max_len={_MAX_LEN[target]}",
-        f"-artifact_prefix={workdir}/{target}-", "-print_final_stats=1", str(corpus),
+        f"-runs={runs}", f"-seed={seed}", f"-max_len={_MAX_LEN.get(target, 1024)}",
+        f"-max_total_time={max_seconds}", f"-artifact_prefix={workdir}/{target}-",
+        "-print_final_stats=1", str(corpus),
     ]  # fmt: skip
+    log_path = workdir / f"{target}.log"
     start = time.monotonic()
-    proc = subprocess.run(
-        cmd, cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True
-    )
+    with log_path.open("w") as log_file:
+        proc = subprocess.run(
+            cmd, cwd=Path(__file__).resolve().parent.parent, stdout=log_file, stderr=log_file
+        )
     seconds = time.monotonic() - start
-    log = proc.stdout + proc.stderr
+    log = log_path.read_text(errors="replace")
     done = _DONE.search(log)
     count = int(done.group(1)) if done else _executed(log)
     crash = None if proc.returncode == 0 and done else _tail(log)
@@ -98,8 +115,8 @@ def _child(target: str, args: list[str]) -> None:
 
     # The code under test only: instrumenting the driver would slow every run for no coverage.
     with atheris.instrument_imports(include=["seabattle.protocol"]):
-        from .targets import TARGETS
-    atheris.Setup([sys.argv[0], *args], TARGETS[target])
+        from .targets import TARGETS, mixed
+    atheris.Setup([sys.argv[0], *args], mixed if target == "mixed" else TARGETS[target])
     atheris.Fuzz()
 
 
@@ -116,8 +133,14 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["--child"]:
         _child(argv[1], argv[2:])
     p = argparse.ArgumentParser(prog="python -m fuzz.run", description=__doc__)
-    p.add_argument("--target", default="all", choices=("all", *_NAMES))
+    p.add_argument(
+        "--target",
+        default="all",
+        choices=("all", *_NAMES, "mixed"),
+        help="all: each target in turn; mixed: all three as one target, in one process",
+    )
     p.add_argument("--runs", type=int, default=100_000, help="executions per target")
+    p.add_argument("--max-seconds", type=int, default=0, help="stop each target after this")
     p.add_argument("--seed", type=int, default=1, help="libFuzzer's random seed")
     p.add_argument("--workdir", type=Path, help="where corpora and crash inputs go")
     p.add_argument("--replay", type=Path, help="run the target once on this input file")
@@ -131,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     workdir = a.workdir or Path(tempfile.mkdtemp(prefix="seabattle-fuzz-"))
     outcomes = []
     for name in names:
-        o = fuzz(name, a.runs, seed=a.seed, workdir=workdir)
+        o = fuzz(name, a.runs, seed=a.seed, workdir=workdir, max_seconds=a.max_seconds)
         outcomes.append(o)
         print(o.line(), flush=True)
         if o.crash is not None:
