@@ -22,7 +22,7 @@ import builtins
 import math
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
 from typing import Any
 
@@ -42,7 +42,9 @@ from .events import (
     LieDetected,
     MatchEnded,
     MatchEvent,
+    Reconnecting,
     Refused,
+    Resumed,
     ShotResult,
     YourTurn,
 )
@@ -70,8 +72,10 @@ __all__ = [
     "MatchEnded",
     "MatchEvent",
     "MatchHandle",
+    "Reconnecting",
     "Refused",
     "RequestFailed",
+    "Resumed",
     "RunningClock",
     "ShotResult",
     "Tamper",
@@ -90,8 +94,19 @@ __all__ = [
 #: Pauses before a rate-limited request goes again: doubling from the first to the last (seconds).
 _REQUEST_BACKOFF = 0.05
 _MAX_REQUEST_BACKOFF = 3.2
-#: What a node that a redirect names may do instead of taking the client in.
-_UNFOLLOWED = (RequestFailed, ConnectionClosed, RemoteProtocolError, trio.BrokenResourceError)
+#: What a node may do instead of taking the client in (after a redirect, or a reconnect).
+_UNFOLLOWED: tuple[type[Exception], ...] = (
+    RequestFailed,
+    ConnectionClosed,
+    RemoteProtocolError,
+    trio.BrokenResourceError,
+)
+#: ... and what a node that cannot be reached at all does.
+_UNREACHED: tuple[type[Exception], ...] = (*_UNFOLLOWED, OSError)
+_UNREACHED_OR_BAD: tuple[type[Exception], ...] = (*_UNREACHED, ValueError)
+#: Pauses between attempts to reconnect: doubling from the first to the longest (seconds).
+_RECONNECT_FIRST = 0.1
+_RECONNECT_MAX = 5.0
 
 
 class Client:
@@ -106,6 +121,9 @@ class Client:
         *,
         name: str = "bot",
         tls: bool = False,
+        addr: tuple[str, int] | None = None,
+        also: Sequence[tuple[str, int]] = (),
+        reconnect_for: float = 0.0,
     ) -> None:
         self.wire = wire
         self.key = key
@@ -113,6 +131,10 @@ class Client:
         self.server_key = server_key
         self.name = name
         self._tls = tls
+        #: where to reconnect: the address connected to, then the others given (a cluster's nodes)
+        self._addrs: list[tuple[str, int]] = [addr, *also] if addr is not None else []
+        self._reconnect_for = reconnect_for
+        self._bye: str | None = None  # the reason of the last bye the server sent
         #: ``host:port`` of each node a redirect moved this client to, in order (spec 4.10)
         self.moves: builtins.list[str] = []
         self.matches: dict[bytes, MatchHandle] = {}
@@ -249,6 +271,21 @@ class Client:
     async def _reader(self) -> None:
         try:
             while True:
+                await self._read_wire()
+                if not await self._reconnect():
+                    return
+        finally:
+            self._fail_pending()
+            for h in self.matches.values():
+                h._close()
+            self._moves.clear()
+            for w in self._watchers.values():
+                w.close()
+
+    async def _read_wire(self) -> None:
+        """Dispatch what the current connection brings, until it ends."""
+        try:
+            while True:
                 msg = await self.wire.recv()
                 if msg is None:
                     return
@@ -261,14 +298,68 @@ class Client:
                 await self._dispatch(msg)
         except (RemoteProtocolError, ConnectionClosed):
             return
-        finally:
-            for done, _ in list(self._pending.values()):
-                done.set()
-            for h in self.matches.values():
-                h._close()
-            self._moves.clear()
-            for w in self._watchers.values():
-                w.close()
+
+    def _fail_pending(self) -> None:
+        """Wake every request waiting for an answer: the connection that carried it is gone."""
+        for done, _ in list(self._pending.values()):
+            done.set()
+
+    async def _reconnect(self) -> bool:
+        """The connection ended while matches run: get back in, with backoff, at the address
+        connected to or the others given, resuming with the token (spec 4.7, 4.9). ``False``
+        when there is nothing to get back to, or no way back within ``reconnect_for``."""
+        live = [h for h in self.matches.values() if not h._done]
+        if not live or not self._addrs or self._reconnect_for <= 0 or self._bye == "replaced":
+            return False  # "replaced": another session of ours has the seats now
+        reason = f"the server said bye ({self._bye})" if self._bye else "the connection dropped"
+        self._fail_pending()
+        deadline = trio.current_time() + self._reconnect_for
+        delay, attempt = _RECONNECT_FIRST, 0
+        while trio.current_time() + delay < deadline:
+            host, port = self._addrs[attempt % len(self._addrs)]
+            attempt += 1
+            for h in live:
+                h._emit(Reconnecting(attempt, delay, f"{host}:{port}", reason))
+            await trio.sleep(delay)
+            delay = min(delay * 2, _RECONNECT_MAX)
+            try:
+                wire = await self._open(host, port, resume=self.wire.resume)
+            except _UNREACHED:
+                continue
+            old, self.wire, self._bye = self.wire, wire, None
+            with trio.CancelScope(shield=True):
+                await old.aclose()
+            return True
+        return False
+
+    async def _open(self, host: str, port: int, *, resume: bytes | None) -> Wire:
+        """A new authenticated connection of ours to ``host:port``, pinned to the server's key;
+        a resume token the server no longer knows is dropped and the seats asked back without
+        it (spec 4.7)."""
+        for token in (resume, None) if resume is not None else (None,):
+            stream: trio.abc.Stream = await (
+                trio.open_ssl_over_tcp_stream(host, port)
+                if self._tls
+                else trio.open_tcp_stream(host, port)
+            )
+            wire = Wire(stream, role=Role.CLIENT)
+            try:
+                await client_handshake(
+                    wire,
+                    self.key,
+                    self.name,
+                    caps=(REDIRECT,),
+                    resume=token,
+                    expect_server=self.server_key,
+                )
+                return wire
+            except BaseException as e:
+                with trio.CancelScope(shield=True):
+                    await wire.aclose()
+                bad_token = isinstance(e, RequestFailed) and e.code == ErrorCode.BAD_RESUME_TOKEN
+                if not bad_token or token is None:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _forget_moves(self, handle: MatchHandle) -> None:
         for seq in [k for k, h in self._moves.items() if h is handle]:
@@ -316,6 +407,9 @@ class Client:
         if isinstance(msg, m.Redirect):
             await self._follow(msg)
             return
+        if isinstance(msg, m.Bye):
+            self._bye = msg.reason
+            return
         mid = getattr(msg, "match", None)
         if not isinstance(mid, bytes):
             return
@@ -339,32 +433,15 @@ class Client:
             if ticket.player != self.player:
                 raise RemoteProtocolError(ErrorCode.BAD_TICKET, "the ticket is another player's")
             host, port = ticket.host_port()
-            stream: trio.abc.Stream = await (
-                trio.open_ssl_over_tcp_stream(host, port)
-                if self._tls
-                else trio.open_tcp_stream(host, port)
-            )
-        except (RemoteProtocolError, OSError, ValueError) as e:
-            self._not_followed(e)
-            return
-        wire = Wire(stream, role=Role.CLIENT)
-        try:
-            await client_handshake(
-                wire,
-                self.key,
-                self.name,
-                caps=(REDIRECT,),
-                resume=self.wire.resume,
-                expect_server=self.server_key,
-            )
+            wire = await self._open(host, port, resume=self.wire.resume)
             await wire.send(m.Redeem(self._next_id(), msg.ticket, msg.sig))
-        except _UNFOLLOWED as e:
-            with trio.CancelScope(shield=True):
-                await wire.aclose()
+        except _UNREACHED_OR_BAD as e:
             self._not_followed(e)
             return
         old, self.wire = self.wire, wire
         self.moves.append(ticket.addr)
+        if (host, port) not in self._addrs:
+            self._addrs.append((host, port))  # a node of the cluster: somewhere to come back to
         with trio.move_on_after(1), suppress(ConnectionClosed, trio.BrokenResourceError):
             await old.send(m.Bye("moved"))
         with trio.CancelScope(shield=True):
@@ -385,6 +462,8 @@ async def connect(
     tls: bool = False,
     stream: trio.abc.Stream | None = None,
     follow: bool = True,
+    reconnect_for: float = 120.0,
+    also: Sequence[tuple[str, int]] = (),
 ) -> AsyncIterator[Client]:
     """Connect, authenticate (a fresh guest key when ``key`` is ``None``) and yield a client.
 
@@ -392,7 +471,14 @@ async def connect(
     for as long as the ``async with`` body does. ``follow``: offer the capability ``redirect``,
     so that a server of several nodes may move this client to the node its match runs on (it
     does so by itself, :meth:`Client._follow`).
+
+    A connection that drops while a match runs is opened again, with backoff, for up to
+    ``reconnect_for`` seconds (0: never), at ``host:port`` and then at the addresses in ``also``
+    (the other nodes of a cluster), resuming with the session's token: the match's handle says
+    :class:`Reconnecting`, then :class:`Resumed` with the server's snapshot, and play goes on.
+    Requests waiting for an answer when it dropped fail with :class:`ConnectionClosed`.
     """
+    addr = (host, port) if stream is None else None
     if stream is None:
         if tls:
             stream = await trio.open_ssl_over_tcp_stream(host, port)
@@ -404,7 +490,17 @@ async def connect(
     try:
         caps = (REDIRECT,) if follow else ()
         player, server_key = await client_handshake(wire, k, name, caps=caps)
-        client = Client(wire, k, player, server_key, name=name, tls=tls)
+        client = Client(
+            wire,
+            k,
+            player,
+            server_key,
+            name=name,
+            tls=tls,
+            addr=addr,
+            also=also,
+            reconnect_for=reconnect_for,
+        )
         async with trio.open_nursery() as nursery:
             client._nursery = nursery
             nursery.start_soon(client._reader)

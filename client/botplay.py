@@ -11,7 +11,16 @@ from seabattle.protocol.grid import Cell
 from seabattle.protocol.rules import RuleSet, SunkReport
 from seabattle.protocol.verdict import Result, Verdict
 
-from .events import GameStarted, LieDetected, MatchEnded, Refused, ShotResult, YourTurn
+from .events import (
+    GameEnded,
+    GameStarted,
+    LieDetected,
+    MatchEnded,
+    Refused,
+    Resumed,
+    ShotResult,
+    YourTurn,
+)
 from .match import MatchHandle
 
 if TYPE_CHECKING:
@@ -45,6 +54,28 @@ def feed_view(view: Any, rules: RuleSet, cells: Sequence[Cell], radar: bool, v: 
             view.sunk(c, ship, shown)
 
 
+def view_from_snapshot(rules: RuleSet, board: dict[str, Any]) -> Any:
+    """A :class:`~seabattle.client.bots.TargetView` of the opponent's grid as a snapshot shows it
+    (``view["boards"][opponent]``, spec 6.6): what a bot knows again after a reconnect."""
+    from seabattle.client.bots import TargetView
+
+    view = TargetView(rules)
+    cols = rules.cols
+    for i, result in board.get("fired", ()):
+        # nil: fired at in a salvo reported as a total, its result unknown: left as it is.
+        if result == "miss":
+            view.miss(Cell(*divmod(i, cols)))
+        elif result in ("hit", "sunk"):
+            view.hit(Cell(*divmod(i, cols)))
+    for ship, cells in board.get("sunk", ()):
+        if cells:  # a shown ship; an unshown sinking is found again from its hits
+            shown = tuple(Cell(*divmod(i, cols)) for i in cells)
+            view.sunk(shown[-1], ship, shown)
+    for i in board.get("crossed", ()):
+        view.crossed(Cell(*divmod(i, cols)))
+    return view
+
+
 @dataclass
 class BotResult:
     """One match a bot played: id, our seat, whether we won, the result, lies seen, refusals."""
@@ -55,6 +86,12 @@ class BotResult:
     result: dict[str, Any]
     lies: list[LieDetected] = field(default_factory=list)
     refusals: int = 0
+    #: ``match_over.ratings``: player id to ``{old, new}``, or ``None`` for an unrated match
+    ratings: dict[str, Any] | None = None
+    reason: str | None = None  #: why the last game ended (``fleet_sunk``, ``timeout``...)
+    #: ``result`` came from ``match_over``; ``False``: the events ended without one (the match
+    #: was aborted, or the connection lost for good)
+    ended: bool = False
 
 
 async def play_match(
@@ -74,6 +111,9 @@ async def play_match(
     last_turn: YourTurn | None = None
     result: dict[str, Any] = {}
     won: bool | None = None
+    ratings: dict[str, Any] | None = None
+    reason: str | None = None
+    ended = False
     async for ev in match.events():
         if isinstance(ev, GameStarted):
             view = TargetView(rules)
@@ -97,14 +137,26 @@ async def play_match(
                 await match.radar(at)
             else:
                 await match.fire(strategy.choose(view, turn.count, rng))
+        elif isinstance(ev, Resumed):
+            # Back after a reconnect: what happened meanwhile is in the snapshot only.
+            last_turn = None
+            boards = ev.view.get("boards")
+            if boards and match.seat is not None:
+                view = view_from_snapshot(rules, boards[1 - match.seat])
+            if ev.view.get("phase") == "setup" and not match.placed:
+                await match.place(rng=rng)
         elif isinstance(ev, ShotResult):
             last_turn = None
             feed_view(view, rules, ev.cells, ev.radar, ev.verdict)
             for c in ev.crossed:
                 view.crossed(c)
+        elif isinstance(ev, GameEnded):
+            reason = ev.outcome.get("reason")
         elif isinstance(ev, MatchEnded):
-            result, won = ev.result, ev.won
-    return BotResult(match.id, match.seat, won, result, list(match.lies), refusals)
+            result, won, ratings, ended = ev.result, ev.won, ev.ratings, True
+    return BotResult(
+        match.id, match.seat, won, result, list(match.lies), refusals, ratings, reason, ended
+    )
 
 
 async def play_bot(

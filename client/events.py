@@ -24,7 +24,9 @@ __all__ = [
     "LieDetected",
     "MatchEnded",
     "MatchEvent",
+    "Reconnecting",
     "Refused",
+    "Resumed",
     "ShotResult",
     "YourTurn",
 ]
@@ -139,3 +141,27 @@ class Info(MatchEvent):
     """Any other match message (clock, opponent presence, snapshot, reveals), as received."""
 
     message: m.Message
+
+
+@dataclass(frozen=True, slots=True)
+class Reconnecting(MatchEvent):
+    """The connection dropped; attempt ``attempt`` to get back in comes after ``delay`` seconds,
+    at ``addr`` (``host:port``). The seat is kept by the server for its grace period."""
+
+    attempt: int
+    delay: float
+    addr: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Resumed(MatchEvent):
+    """We are back in the match (a new connection, the seat given back): ``view`` is the
+    server's snapshot (spec 6.6). Whatever happened while we were away is in it, not in events:
+    a script that keeps its own picture of the game rebuilds it from here. ``checked`` is
+    ``False`` when the mirror could not follow the game across the gap (its proofs are then
+    checked on the whole record, at the end, before co-signing)."""
+
+    game: int | None
+    view: dict[str, Any] = field(compare=False)
+    checked: bool = True

@@ -20,6 +20,7 @@ import random
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -41,6 +42,7 @@ from .events import (
     LieDetected,
     MatchEnded,
     MatchEvent,
+    Resumed,
     ShotResult,
     YourTurn,
 )
@@ -123,6 +125,8 @@ class MatchHandle:
         self.lies: list[LieDetected] = []
         #: Why the referee's account cannot be co-signed (spec 5.5), or ``None``
         self.disputed: str | None = None
+        #: A reconnect made the mirror miss part of a game: the record is checked before co-signing
+        self._unchecked = False
         self._roots: dict[int, bytes] = {}  # the current game's ``committed`` roots, by seat
         #: Test hook: alter the verdict we send (a scripted liar). Blind mode only.
         self.tamper: Tamper | None = None
@@ -332,6 +336,8 @@ class MatchHandle:
             self._emit(Info(msg))
         elif isinstance(msg, m.Revealed):
             self._on_revealed(msg)
+        elif isinstance(msg, m.Snapshot) and msg.seat == self.seat:
+            await self._on_snapshot(dict(msg.view))
         elif isinstance(msg, m.GameOver):
             self._unacked.clear()
             w = msg.outcome.get("winner")
@@ -352,7 +358,10 @@ class MatchHandle:
         elif isinstance(msg, m.MatchOver):
             self.result = dict(msg.result)
             self.head = msg.head
-            if self.disputed is None:
+            if self.disputed is None and self._unchecked:
+                # The mirror lost games across a reconnect: check the whole record first.
+                self.client._spawn(partial(self._cosign_checked, msg.head))
+            elif self.disputed is None:
                 # Spec 5.5: a client whose checks failed MUST NOT co-sign.
                 sig = self.client.key.sign(msg.head)
                 with suppress(ConnectionClosed):
@@ -373,6 +382,71 @@ class MatchHandle:
                 self._ack(m.Commit)
                 self._ack(m.Place)
             self._emit(Info(msg))
+
+    async def _on_snapshot(self, view: dict[str, Any]) -> None:
+        """Back in the match after a reconnect (spec 4.7): pick up from the server's view.
+
+        What happened while we were away is in the view, not in events. If our mirror missed any
+        of it, it stops checking this game (the whole record is checked before co-signing). Then
+        whatever we owe is done again: the placement, the answer to a pending shot, the reveal,
+        or our move.
+        """
+        assert self.rules is not None and self.seat is not None
+        me, game, phase = self.seat, view.get("game"), view.get("phase")
+        if not isinstance(game, int):
+            self._emit(Resumed(None, view, not self._unchecked))
+            return
+        g = self.mirror
+        if game != self.game_no:
+            # Games began (and maybe ended) while we were away: this one is new to us.
+            self.game_no, self.first = game, view.get("first")
+            self.committed = self.defender = None
+            self._unacked.clear()
+            self._moves_sent.clear()
+            self._roots = {}
+            ev, self._game_event = self._game_event, trio.Event()
+            ev.set()
+            fresh = phase == "setup" and not any(view.get("committed", ()))
+            self.mirror = Game(self.rules, self.id, game) if fresh else None
+            self._unchecked |= not fresh
+            self._emit(GameStarted(game, self.first))
+        elif g is not None and (g.phase.value != phase or len(g.shots) != view.get("shots")):
+            self.mirror = None  # out of step: the gap's proofs are checked on the record
+            self._unchecked = True
+        self._emit(Resumed(game, view, self.mirror is not None))
+        committed = view.get("committed") or (False, False)
+        if phase == "setup" and not committed[me] and self.placed_game == game:
+            with suppress(ConnectionClosed):  # our placement was lost with the connection
+                for u in list(self._unacked):
+                    await self.client.wire.send(u)
+        pending = view.get("pending")
+        blind = self.mode != "custody"
+        if phase == "answer" and isinstance(pending, dict) and pending.get("seat") != me:
+            if blind and self.defender is not None:
+                cells = _cells(pending.get("cells", ()), self.rules)
+                shot = Shot(pending["n"], 1 - me, cells, bool(pending.get("radar")))
+                verdict = self.defender.answer(shot)
+                await self._send_unacked(m.Answer(self.id, game, verdict.to_dict()))
+        elif phase == "reveal" and blind and self.committed is not None:
+            await self._send_unacked(m.RevealMsg(self.id, game, self.committed.reveal().to_dict()))
+        elif phase == "firing" and view.get("turn") == me:
+            self._maybe_turn(me)
+
+    async def _cosign_checked(self, head: bytes) -> None:
+        """Co-sign ``head`` once the record it heads verifies and is the one announced."""
+        from seabattle.protocol.record import record_head, verify_record
+
+        try:
+            signed = await self.client.get_record(self.id)
+        except Exception as e:  # the record is unavailable: then it is not co-signed
+            self.disputed = f"the record could not be checked: {e}"
+            return
+        report = verify_record(signed)
+        if not report.ok or record_head(signed["record"]) != head:
+            self.disputed = report.reason or "the record is not the one announced"
+            return
+        with suppress(ConnectionClosed):
+            await self.client.wire.send(m.CoSign(self.id, head, self.client.key.sign(head)))
 
     def _fired_at(self, g: Game, seat: int) -> tuple[Cell, ...]:
         """One cell already fired at on ``seat``'s grid (empty if none: the mirror refuses)."""

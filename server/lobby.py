@@ -30,6 +30,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.protocol import messages as m
 from seabattle.protocol.canonical import canonical_pack
 from seabattle.protocol.errors import ErrorCode, Refused, RemoteProtocolError
+from seabattle.protocol.grid import BLANKS
 from seabattle.protocol.rules import RuleSet, rules_from_dict
 from seabattle.protocol.ticket import open_ticket
 
@@ -302,7 +303,7 @@ class Lobby(LobbyState):
                         "mode": r.mode,
                         "host": r.host,
                     }
-                    for r in (await self.store.open_matches())[: self.limits.list_max]
+                    for r in await self.store.open_matches(self.limits.list_max)
                 ]
             }
         # Bounded (spec 2.4): the oldest first, those that have waited longest for a player.
@@ -327,7 +328,9 @@ class Lobby(LobbyState):
                 ErrorCode.BAD_MESSAGE, "join names exactly one of a match and an invitation"
             )
         if msg.invite is not None:
-            code = msg.invite.strip().upper()
+            # Blanks and case as spec 2.4 defines them: space and tab, ASCII letters only.
+            code = msg.invite.strip(BLANKS)
+            code = code.upper() if code.isascii() else code
             mid = self.invites.get(code)
             if mid is None and self.cluster is not None:
                 found = await self.store.invited_match(code)

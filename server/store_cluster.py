@@ -286,14 +286,14 @@ class ClusterStore(StoreBase):
 
     # -- open matches and invitations -------------------------------------------------------------
 
-    async def open_matches(self) -> list[OpenRow]:
-        """Every open public match, oldest first."""
+    async def open_matches(self, limit: int = 100) -> list[OpenRow]:
+        """The oldest ``limit`` open public matches, oldest first."""
 
         def run() -> list[OpenRow]:
             rows = self._all(
                 "SELECT id, rules, mode, seat0, node FROM matches"
-                " WHERE status = 'open' AND public = 1 ORDER BY created, id",
-                (),
+                " WHERE status = 'open' AND public = 1 ORDER BY created, id LIMIT ?",
+                (limit,),
             )
             return [OpenRow(r[0], bytes(r[1]), r[2], r[3], r[4]) for r in rows]
 
