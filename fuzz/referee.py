@@ -155,12 +155,13 @@ class _Run:
             return m.Radar(MID, g.number, at, g.caller(seat), self.seq)
         # Mostly at the ships the shooter is told of (the harness holds both fleets): a run
         # reaches a game's end in a few dozen steps rather than a few hundred.
+        count = g.shot_count(seat)
         occupancy = self.defender(g.number, 1 - seat).committed.occupancy
         fresh = [i for i, o in enumerate(occupancy) if o and i not in target.fired]
-        if not fresh or self.d.below(4) == 3:
+        if len(fresh) < count or self.d.below(4) == 3:
             fresh = [i for i in range(r.cells) if i not in target.fired and i not in target.crossed]
         picked: list[int] = []
-        for _ in range(min(g.shot_count(seat), len(fresh))):
+        for _ in range(min(count, len(fresh))):
             picked.append(fresh.pop(self.d.below(len(fresh))))
         if target.fired and self.d.below(8) == 7:
             picked[-1:] = [next(iter(target.fired))]  # a repeat
@@ -297,7 +298,9 @@ def referee(data: bytes) -> None:
     d = Data(data)
     run = _Run(d)
     run.check(run.ref.start(run.now))
+    after = 4  # steps tried once the match is over: every one is refused
     for _ in range(_STEPS):
-        if d.done:
+        if d.done or after < 0:
             break
         run.step()
+        after -= run.ref.over
