@@ -149,7 +149,10 @@ class WatchSite:
                 view = spectator.view
                 if view is not None and view is not sent:
                     sent = view
-                    data = {"view": _plain(view), "revealed": spectator.revealed}
+                    # The commitments (a leaf per cell) are for a client checking openings: a
+                    # page has no use for them, and they would be most of every event's bytes.
+                    shown = {k: v for k, v in view.items() if k != "commitments"}
+                    data = {"view": _plain(shown), "revealed": spectator.revealed}
                     await self._write(stream, _event("view", data))
                 else:
                     await self._write(stream, b": keepalive\n\n")
