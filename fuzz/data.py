@@ -16,6 +16,8 @@ from seabattle.protocol import messages as m
 
 __all__ = ["Data", "build"]
 
+_UINT64_MAX, _INT64_MIN = (1 << 64) - 1, -(1 << 63)
+
 # Text a fuzzer is unlikely to find byte by byte: the words the protocol gives meaning to.
 WORDS = (
     "", "peer", "redirect", "classic", "russian", "blind", "custody", "A1", "J10", "K1", "A0",
@@ -76,7 +78,10 @@ class Data:
         if kind == 2:
             return int.from_bytes(self.take(8), "big", signed=True)
         if kind == 3:
-            return (1 << (7, 8, 15, 16, 31, 32, 53, 63, 64)[self.below(9)]) - self.below(3)
+            # Both sides of each width's edge, within msgpack's range (what a decoder can give).
+            edge = 1 << (7, 8, 15, 16, 31, 32, 53, 63, 64)[self.below(9)]
+            near = edge + 1 - self.below(3)
+            return max(-near, _INT64_MIN) if self.below(4) == 0 else min(near, _UINT64_MAX)
         return self.below(256) - 8
 
     def text(self) -> str:
