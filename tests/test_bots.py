@@ -58,10 +58,12 @@ def test_every_strategy_wins_every_preset(name: str, rules: RuleSet) -> None:
 
 
 def test_density_beats_hunt_beats_random_on_average() -> None:
+    # On uniform boards density leads hunt by about 4 shots with a spread of 9 a game: 100 games
+    # keep the fixed seeds' outcome well clear of chance.
     def mean(name: str) -> float:
         return statistics.mean(
             simulate_shots_to_win(CLASSIC, make_strategy(name), random.Random(seed))
-            for seed in range(30)
+            for seed in range(100)
         )
 
     density, hunt, rand = mean("density"), mean("hunt"), mean("random")

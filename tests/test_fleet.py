@@ -1,16 +1,20 @@
-"""Fleets: a refusal names the ship and the rule; random fleets are always legal."""
+"""Fleets: a refusal names the ship and the rule; random fleets are legal and uniformly drawn."""
 
 from __future__ import annotations
 
+import math
 import random
 import time
+from collections import Counter
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from seabattle.protocol.errors import ErrorCode
-from seabattle.protocol.fleet import Fleet, IllegalFleet, Placement, random_fleet
-from seabattle.protocol.rules import PRESETS, preset
+from seabattle.protocol.fleet import Fleet, IllegalFleet, Placement, _ship_by_ship, random_fleet
+from seabattle.protocol.grid import Cell
+from seabattle.protocol.rules import PRESETS, RuleSet, ShipSpec, preset
 
 # A legal 000 fleet: every ship one clear cell from the next, corners included.
 RUSSIAN = Fleet.of(
@@ -120,14 +124,16 @@ def test_random_fleets_are_reproducible_from_the_seed() -> None:
     assert random_fleet(rules, random.Random(7)) == random_fleet(rules, random.Random(7))
 
 
-def test_russian_random_placement_is_fast() -> None:
-    # A bot or a "place for me" button places a fleet per game: the densest seed fleet too.
-    rules = preset("russian")
-    rng = random.Random(1)
-    start = time.perf_counter()
-    for _ in range(50):
-        random_fleet(rules, rng)
-    assert time.perf_counter() - start < 2.0  # about 5 ms each on a laptop core
+def test_random_placement_is_fast_on_every_preset() -> None:
+    # A bot or a "place for me" button places a fleet per game: russian, the densest seed fleet,
+    # takes about 2 ms (median) on a laptop core; the margin absorbs a loaded test machine.
+    for rules in PRESETS.values():
+        rng = random.Random(1)
+        random_fleet(rules, rng)  # the lists are built once per grid and fleet
+        start = time.perf_counter()
+        for _ in range(50):
+            random_fleet(rules, rng)
+        assert time.perf_counter() - start < 2.0, rules.name
 
 
 def test_a_fleet_that_cannot_be_shown_to_fit_is_refused_within_the_search_bound() -> None:
@@ -138,3 +144,128 @@ def test_a_fleet_that_cannot_be_shown_to_fit_is_refused_within_the_search_bound(
     fleet = tuple(ShipSpec(f"s{i}", 5) for i in range(12))
     with pytest.raises(BadRules, match="search bound"):
         RuleSet(rows=8, cols=8, fleet=fleet)
+
+
+# -- uniformity against an exact count ------------------------------------------------------------
+
+
+def _board(rows: int, lengths: tuple[int, ...], touching: bool) -> RuleSet:
+    ships = tuple(ShipSpec(f"s{i}", n) for i, n in enumerate(lengths))
+    return RuleSet(name="small", rows=rows, cols=rows, fleet=ships, touching=touching)
+
+
+def _every_fleet(rules: RuleSet) -> list[Fleet]:
+    """Every legal fleet, by exhaustive search with cell sets (independent of the sampler)."""
+    n, out = rules.rows, []
+
+    def ring(cells: tuple[Cell, ...]) -> set[Cell]:
+        near = {
+            Cell(c.row + dr, c.col + dc) for c in cells for dr in (-1, 0, 1) for dc in (-1, 0, 1)
+        }
+        return set(cells) if rules.touching else near
+
+    def place(k: int, taken: set[Cell], chosen: tuple[Placement, ...]) -> None:
+        if k == len(rules.fleet):
+            out.append(Fleet(chosen))
+            return
+        length = rules.fleet[k].length
+        for vertical in (False, True) if length > 1 else (False,):
+            for r in range(n):
+                for c in range(n):
+                    p = Placement(r, c, vertical)
+                    cells = p.cells(length)
+                    if all(x.on(n, n) and x not in taken for x in cells):
+                        place(k + 1, taken | ring(cells), (*chosen, p))
+
+    place(0, set(), ())
+    return out
+
+
+def _occupied(rules: RuleSet, fleet: Fleet) -> list[int]:
+    return [i for i, o in enumerate(fleet.occupancy(rules)) if o]
+
+
+def _worst_z(rules: RuleSet, draw: Callable[[random.Random], Fleet], n: int) -> float:
+    """The largest |z| of the binomial counts of each cell, the corners and the edges being
+    occupied in ``n`` draws, against the exact frequencies over every legal fleet."""
+    size = rules.rows
+    edge = [i for i in range(rules.cells) if {*divmod(i, size)} & {0, size - 1}]
+    corners = [0, size - 1, rules.cells - size, rules.cells - 1]
+    regions = [[i] for i in range(rules.cells)] + [corners, edge]
+
+    def share(fleets: list[Fleet]) -> list[float]:
+        hits = Counter(i for f in fleets for i in _occupied(rules, f))
+        # A region's count: ship cells in it, over the most it can hold per fleet.
+        return [sum(hits[i] for i in reg) / (len(fleets) * len(reg)) for reg in regions]
+
+    every = _every_fleet(rules)
+    exact = share(every)
+    rng = random.Random(20261201)
+    seen = share([draw(rng) for _ in range(n)])
+    worst = 0.0
+    for p, q in zip(exact, seen, strict=True):
+        # The cells of a region are not independent, but a draw's share of them lies in [0, 1]
+        # with mean p, so its variance is at most p(1 - p) (Bhatia-Davis): this z errs low.
+        sd = math.sqrt(p * (1 - p) / n)
+        worst = max(worst, abs(q - p) / sd if sd else math.inf * (q != p))
+    return worst
+
+
+def _chi2_bound(df: int) -> float:
+    """The chi-square quantile 5 standard deviations out (p about 3e-7), by Wilson-Hilferty."""
+    return df * (1 - 2 / (9 * df) + 5 * math.sqrt(2 / (9 * df))) ** 3
+
+
+SMALL = [
+    _board(5, (3, 2, 1), touching=False),
+    _board(5, (3, 2, 2), touching=False),
+    _board(4, (2, 2, 1), touching=True),
+    _board(4, (3, 1, 1), touching=False),
+]
+
+
+@pytest.mark.parametrize("rules", SMALL, ids=lambda r: f"{r.rows}x{r.cols}-{r.touching}")
+def test_random_fleets_fill_cells_corners_and_edges_as_often_as_the_exact_count(
+    rules: RuleSet,
+) -> None:
+    # Fixed seed, so the verdict is deterministic; 4.5 standard errors leave chance no room.
+    assert _worst_z(rules, lambda rng: random_fleet(rules, rng), 5000) < 4.5
+
+
+def test_the_occupancy_test_rejects_ship_by_ship_placement() -> None:
+    # The same test and bound catch the old sampler (longest ship first, then the rest among
+    # the positions left), which crowds the centre where ships may not touch.
+    rules = SMALL[0]
+    assert _worst_z(rules, lambda rng: _ship_by_ship(rules, rng, {}), 2000) > 4.5
+
+
+def test_every_legal_fleet_is_equally_likely_on_a_tiny_board() -> None:
+    # 240 fleets: a chi-square test over the fleets themselves, not only their cells.
+    rules = SMALL[3]
+    every = _every_fleet(rules)
+    rng = random.Random(7)
+    n = 12_000
+    counts = Counter(random_fleet(rules, rng) for _ in range(n))
+    assert set(counts) <= set(every)
+    expected = n / len(every)
+    chi2 = sum((counts[f] - expected) ** 2 / expected for f in every)
+    assert chi2 < _chi2_bound(len(every) - 1)
+
+
+def test_a_completion_around_kept_ships_is_uniform_among_completions() -> None:
+    rules = SMALL[0]
+    kept = {0: Placement(0, 0, False)}  # the 3-ship along the top left
+    completions = [f for f in _every_fleet(rules) if f.placements[0] == kept[0]]
+    rng = random.Random(11)
+    n = 4000
+    counts = Counter(random_fleet(rules, rng, placed=kept) for _ in range(n))
+    assert set(counts) <= set(completions)
+    expected = n / len(completions)
+    chi2 = sum((counts[f] - expected) ** 2 / expected for f in completions)
+    assert chi2 < _chi2_bound(len(completions) - 1)
+
+
+def test_a_rule_set_too_crowded_for_the_budget_still_gets_a_legal_fleet() -> None:
+    rules = preset("russian")
+    fleet = random_fleet(rules, random.Random(3), budget=1)
+    fleet.validate(rules)
