@@ -1,15 +1,39 @@
-"""What the ``seabattle`` commands share: the console, and the parsing of their common arguments."""
+"""What the ``seabattle`` commands share: the console, the parsing of their common arguments,
+and the client side of a server connection (TLS, a pinned key, errors as one line)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
-from typing import Any
+import ssl
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
+import trio
 from rich.console import Console
 from seabattle.protocol.rules import PRESETS, BadRules, RuleSet, preset, rules_from_dict
 
-__all__ = ["_hostport", "_rules_arg", "_rules_map", "_unwrap", "console"]
+if TYPE_CHECKING:
+    from .api import Client
+
+__all__ = [
+    "Conn",
+    "_hostport",
+    "_rules_arg",
+    "_rules_map",
+    "_unwrap",
+    "connection_options",
+    "console",
+    "open_client",
+    "open_stream",
+    "run_client",
+]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 console = Console()
 
@@ -41,3 +65,162 @@ def _unwrap(e: BaseException) -> BaseException:
     while isinstance(e, BaseExceptionGroup) and len(e.exceptions) == 1:
         e = e.exceptions[0]
     return e
+
+
+# ================================================================================================
+# a connection to a server: --tls, --ca, --server-key, and its errors as one line
+# ================================================================================================
+
+
+@dataclass(frozen=True, slots=True)
+class Conn:
+    """How a command reaches its server: ``HOST:PORT``, over TLS or not, and the key it pins."""
+
+    server: str
+    tls: bool = False
+    ca: str | None = None  #: a CA bundle (PEM) to check the server's certificate with
+    pin: str | None = None  #: the server key expected: hex, or ``sha256:`` and its digest
+
+    @property
+    def hostport(self) -> tuple[str, int]:
+        """The server's host and port."""
+        return _hostport(self.server)
+
+
+def connection_options(f: _F) -> _F:
+    """Add ``--tls``, ``--ca`` and ``--server-key`` to a command that connects to a server; the
+    command gets them as ``tls``, ``ca`` and ``server_key`` (a :class:`Conn` with ``server``)."""
+    f = click.option(
+        "--server-key",
+        default=None,
+        metavar="KEY",
+        help="Pin the server's key: its hex, or sha256:DIGEST (serve --json prints both).",
+    )(f)
+    f = click.option(
+        "--ca",
+        default=None,
+        type=click.Path(exists=True, dir_okay=False),
+        help="Check the server's TLS certificate against this CA bundle (PEM); implies --tls.",
+    )(f)
+    return click.option(
+        "--tls", is_flag=True, help="Connect over TLS (the server has --tls-cert)."
+    )(f)
+
+
+@asynccontextmanager
+async def open_client(conn: Conn, **kwargs: Any) -> AsyncIterator[Client]:
+    """:func:`~seabattle.client.api.connect` as ``conn`` says; a refusal of the handshake, a
+    TLS failure or a key other than the pinned one raises a one-line :class:`click.ClickException`
+    that says what to do."""
+    from seabattle.client.api import connect
+    from seabattle.client.wire import ConnectionClosed, RequestFailed
+    from seabattle.protocol.errors import ErrorCode
+
+    host, port = conn.hostport
+    tls = conn.tls or conn.ca is not None
+    try:
+        cm = connect(host, port, stream=await open_stream(conn), tls=tls, **kwargs)
+        client = await cm.__aenter__()
+    except ConnectionClosed as e:
+        cause = _ssl_cause(e)
+        if cause is not None:
+            raise click.ClickException(
+                f"TLS with {conn.server} failed: {_ssl_why(cause)}"
+            ) from None
+        hint = "" if tls else " (a TLS server? add --tls)"
+        why = str(e) or "the connection closed"
+        raise click.ClickException(f"{conn.server} ended the handshake: {why}{hint}") from None
+    except RequestFailed as e:
+        if e.code == ErrorCode.AUTH_FAILED and "registered" in e.msg:
+            raise click.ClickException(
+                f"{conn.server} admits registered keys only: use --key FILE with a key its"
+                " operator added (seabattle keys add)"
+            ) from None
+        raise click.ClickException(f"{conn.server} refused the handshake: {e}") from None
+    except trio.BrokenResourceError as e:
+        # trio wraps a failed TLS handshake: its cause says why (a certificate, a plain server).
+        broken = e.__cause__ if e.__cause__ is not None else e
+        raise click.ClickException(f"TLS with {conn.server} failed: {_ssl_why(broken)}") from None
+    try:
+        if conn.pin is not None and not _pinned(conn.pin, client.server_key):
+            raise click.ClickException(
+                f"{conn.server} is not the server pinned by --server-key: its key is"
+                f" {client.server_key.hex()}"
+            )
+        yield client
+    except BaseException as e:
+        if not await cm.__aexit__(type(e), e, e.__traceback__):
+            raise
+    else:
+        await cm.__aexit__(None, None, None)
+
+
+async def open_stream(conn: Conn) -> trio.abc.Stream | None:
+    """A TLS stream to ``conn``'s server (checked against ``--ca`` if given), or ``None`` for
+    plain TCP, which ``connect`` opens itself."""
+    if not (conn.tls or conn.ca is not None):
+        return None
+    host, port = conn.hostport
+    ctx = ssl.create_default_context(cafile=conn.ca)
+    return await trio.open_ssl_over_tcp_stream(host, port, ssl_context=ctx)
+
+
+def _pinned(pin: str, key: bytes) -> bool:
+    pin = pin.strip().lower()
+    if pin.startswith("sha256:"):
+        return pin.removeprefix("sha256:") == hashlib.sha256(key).hexdigest()
+    return pin == key.hex()
+
+
+def _ssl_cause(e: BaseException) -> ssl.SSLError | None:
+    # The wire turns a broken TLS stream into ConnectionClosed; the ssl error is in its causes.
+    seen: BaseException | None = e
+    while seen is not None:
+        if isinstance(seen, ssl.SSLError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def _ssl_why(e: BaseException) -> str:
+    if isinstance(e, ssl.SSLCertVerificationError):
+        return f"the certificate does not verify ({e.verify_message}; --ca FILE names the CA)"
+    if isinstance(e, ssl.SSLError) and e.reason == "WRONG_VERSION_NUMBER":
+        return "the server does not speak TLS (leave out --tls)"
+    if isinstance(e, ssl.SSLError):
+        return str(e.reason or e)
+    return str(e) or type(e).__name__
+
+
+def run_client(conn: Conn, fn: Callable[[], Any]) -> Any:
+    """``trio.run(fn)`` for a command talking to ``conn``'s server: whatever ends it early is
+    one line on stderr and a non-zero exit (Ctrl-C: 130), never a traceback."""
+    from seabattle.client.wire import ConnectionClosed, RequestFailed
+    from seabattle.protocol.errors import ProtocolError
+
+    try:
+        return trio.run(fn)
+    except BaseException as raised:
+        e = _unwrap(raised)
+        if isinstance(e, KeyboardInterrupt) or _only(raised, KeyboardInterrupt):
+            _interrupted()
+        if isinstance(e, click.ClickException | click.exceptions.Exit | SystemExit):
+            raise e from None
+        if isinstance(e, ssl.SSLError):
+            raise click.ClickException(f"TLS with {conn.server} failed: {_ssl_why(e)}") from None
+        if isinstance(e, OSError):
+            raise click.ClickException(f"cannot reach {conn.server}: {e.strerror or e}") from None
+        if isinstance(e, ConnectionClosed | RequestFailed | ProtocolError):
+            # The session failed (spec 4.5): say why, without a traceback.
+            raise click.ClickException(f"the session with {conn.server} failed: {e}") from None
+        raise
+
+
+def _only(e: BaseException, kind: type[BaseException]) -> bool:
+    # Ctrl-C inside a nursery may come out beside what it interrupted: it is still Ctrl-C.
+    return isinstance(e, BaseExceptionGroup) and e.split(kind)[0] is not None
+
+
+def _interrupted() -> NoReturn:
+    click.echo("interrupted", err=True)
+    sys.exit(130)

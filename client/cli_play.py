@@ -2,16 +2,32 @@
 
 from __future__ import annotations
 
+import json
+import math
 import random
 import statistics
-import sys
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 import trio
+from rich.console import Console
 from seabattle.protocol.rules import RuleSet
 
-from .cli_common import _hostport, _rules_arg, _rules_map, _unwrap, console
+from .cli_common import (
+    Conn,
+    _rules_arg,
+    _rules_map,
+    connection_options,
+    console,
+    open_client,
+    open_stream,
+    run_client,
+)
+
+if TYPE_CHECKING:
+    from .botplay import BotResult
 
 __all__ = ["bot", "play"]
 
@@ -44,43 +60,108 @@ async def _bot_server(
     key: str | None,
     save: str | None,
     name: str,
+    *,
+    conn: Conn | None = None,
+    as_json: bool = False,
+    wait: float | None = None,
 ) -> int:
-    from seabattle.client.api import connect, play_bot
+    """Play ``games`` quick matches; one line per match (``as_json``: one JSON object on stdout,
+    the rest on stderr). ``wait`` bounds each wait for an opponent, in seconds."""
+    from seabattle.client.botplay import play_match
     from seabattle.client.bots import make_strategy
 
-    async with connect(host, port, key=key, name=name) as client:
-        console.print(f"connected as {client.player[:16]}...")
-        results = await play_bot(client, make_strategy(strategy), _rules_map(rules), mode, games)
+    conn = conn or Conn(f"{host}:{port}")
+    say = Console(stderr=True).print if as_json else console.print
+    async with open_client(conn, key=key, name=name) as client:
+        say(f"connected as {client.player[:16]}...")
         wins = 0
-        for res in results:
+        for _ in range(games):
+            say(f"waiting for an opponent ({rules.name}, {mode})...")
+            match = None
+            with trio.move_on_after(math.inf if wait is None else wait):
+                match = await client.quick(_rules_map(rules), mode)
+                await match.wait_started()
+            if match is None or match.rules is None:  # `start` sets the rules
+                raise click.ClickException(f"no opponent in {wait:g} s (--wait)")
+            res = await play_match(match, make_strategy(strategy))
             wins += bool(res.won)
-            lies = f", {len(res.lies)} lie(s) detected" if res.lies else ""
-            outcome = "won" if res.won else "draw" if res.won is None else "lost"
-            console.print(f"match {res.match_id.hex()}: {outcome} {res.result}{lies}")
-            if save:
+            if as_json:
+                click.echo(json.dumps(_bot_json(res, client.player)))
+            else:
+                say(f"match {res.match_id.hex()}: {_bot_line(res, client.player)}")
+            if save and res.ended:
                 from seabattle.protocol.record import dump_record
 
                 signed = await client.get_record(res.match_id)
                 out = Path(save) / f"{res.match_id.hex()}.sbr"
                 out.write_bytes(dump_record(signed))
-                console.print(f"  record saved to {out}")
-        console.print(f"{wins}/{len(results)} won")
+                say(f"  record saved to {out}")
+        say(f"{wins}/{games} won")
     return 0
+
+
+def _bot_json(res: BotResult, player: str) -> dict[str, Any]:
+    rating = (res.ratings or {}).get(player)
+    return {
+        "match": res.match_id.hex(),
+        "seat": res.seat,
+        "outcome": _outcome(res),
+        "winner": res.result.get("winner"),
+        "reason": res.reason,
+        "scores": res.result.get("scores"),
+        "games": res.result.get("games"),
+        "rating": rating,  # {old, new}, or null for an unrated match
+        "lies": [lie.detail for lie in res.lies],
+    }
+
+
+def _outcome(res: BotResult) -> str:
+    if not res.ended:
+        return "aborted"
+    return "won" if res.won else "draw" if res.won is None else "lost"
+
+
+def _bot_line(res: BotResult, player: str) -> str:
+    if not res.ended:
+        return "aborted: it ended without a result (no record to save)"
+    parts = [_outcome(res)]
+    scores = res.result.get("scores")
+    if isinstance(scores, list) and len(scores) == 2 and res.seat is not None:
+        parts.append(f"{scores[res.seat]}-{scores[1 - res.seat]}")
+    if res.reason:
+        parts.append(f"({res.reason.replace('_', ' ')})")
+    rating = (res.ratings or {}).get(player)
+    if isinstance(rating, dict):
+        parts.append(f"rating {rating.get('old')} -> {rating.get('new')}")
+    if res.lies:
+        parts.append(f"{len(res.lies)} lie(s) detected")
+    return ", ".join([" ".join(parts[:3]), *parts[3:]])
 
 
 @click.command()
 @click.option("--server", default=None, help="HOST:PORT of a server (omit with --stats).")
+@connection_options
 @click.option("--strategy", default="density", show_default=True)
 @click.option("--rules", "rules_", default="classic", show_default=True, help="Preset or JSON.")
 @click.option("--mode", type=click.Choice(["blind", "custody"]), default="blind")
-@click.option("--games", default=1, show_default=True, type=int)
+@click.option("--games", default=1, show_default=True, type=click.IntRange(1))
 @click.option("--key", default=None, help="Identity key file (a guest key if omitted).")
 @click.option("--name", default="bot", show_default=True)
 @click.option("--save", default=None, type=click.Path(file_okay=False), help="Save records here.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per match on stdout.")
+@click.option(
+    "--wait",
+    default=None,
+    type=click.FloatRange(0, min_open=True),
+    help="Give up after this many seconds without an opponent.",
+)
 @click.option("--stats", is_flag=True, help="Simulate locally and print shots-to-win statistics.")
 @click.option("--seed", default=None, type=int, help="Seed for --stats.")
 def bot(
     server: str | None,
+    tls: bool,
+    ca: str | None,
+    server_key: str | None,
     strategy: str,
     rules_: str,
     mode: str,
@@ -88,6 +169,8 @@ def bot(
     key: str | None,
     name: str,
     save: str | None,
+    as_json: bool,
+    wait: float | None,
     stats: bool,
     seed: int | None,
 ) -> None:
@@ -102,54 +185,72 @@ def bot(
         return
     if server is None:
         raise click.UsageError("give --server HOST:PORT, or --stats for a local simulation")
-    host, port = _hostport(server)
+    conn = Conn(server, tls, ca, server_key)
+    host, port = conn.hostport
     if save:
         Path(save).mkdir(parents=True, exist_ok=True)
-    from seabattle.client.wire import ConnectionClosed, RequestFailed
-    from seabattle.protocol.errors import ProtocolError
-
-    try:
-        trio.run(_bot_server, host, port, strategy, rules, mode, games, key, save, name)
-    except BaseException as raised:
-        e = _unwrap(raised)
-        if isinstance(e, OSError):
-            raise click.ClickException(f"cannot reach {server}: {e}") from None
-        if isinstance(e, ConnectionClosed | RequestFailed | ProtocolError):
-            # The session failed (spec 4.5): say why, without a traceback.
-            raise click.ClickException(f"the session with {server} failed: {e}") from None
-        raise
+    run_client(
+        conn,
+        partial(
+            _bot_server,
+            host,
+            port,
+            strategy,
+            rules,
+            mode,
+            games,
+            key,
+            save,
+            name,
+            conn=conn,
+            as_json=as_json,
+            wait=wait,
+        ),
+    )
 
 
 @click.command()
 @click.option("--server", required=True, help="HOST:PORT of a server.")
+@connection_options
 @click.option("--rules", "rules_", default="classic", show_default=True, help="Preset or JSON.")
 @click.option("--mode", type=click.Choice(["blind", "custody"]), default="blind")
 @click.option("--invite", default=None, help="Join this invitation (or match id) instead.")
 @click.option("--key", default=None, help="Identity key file (a guest key if omitted).")
 @click.option("--name", default="player", show_default=True)
 def play(
-    server: str, rules_: str, mode: str, invite: str | None, key: str | None, name: str
+    server: str,
+    tls: bool,
+    ca: str | None,
+    server_key: str | None,
+    rules_: str,
+    mode: str,
+    invite: str | None,
+    key: str | None,
+    name: str,
 ) -> None:
     """Play one match by hand on a server: rich grids, typed coordinates."""
     from seabattle.client.human import play_server
 
-    h, p = _hostport(server)
+    conn = Conn(server, tls, ca, server_key)
+    h, p = conn.hostport
     rules = _rules_map(_rules_arg(rules_))
-    from seabattle.client.wire import ConnectionClosed, RequestFailed
 
-    try:
-        trio.run(
-            lambda: play_server(
-                h, p, rules=rules, mode=mode, key=key, name=name, console=console, invite=invite
-            )
+    async def run() -> None:
+        # A first handshake on its own: what refuses it (TLS, a pinned key, a closed server) is
+        # told as open_client tells it, before the screen starts.
+        async with open_client(conn, key=key, name=name):
+            pass
+        stream = await open_stream(conn)
+        await play_server(
+            h,
+            p,
+            rules=rules,
+            mode=mode,
+            key=key,
+            name=name,
+            console=console,
+            invite=invite,
+            stream=stream,
         )
-    except BaseException as raised:
-        e = _unwrap(raised)
-        if isinstance(e, OSError):
-            raise click.ClickException(f"cannot reach {server}: {e}") from None
-        if isinstance(e, ConnectionClosed | RequestFailed):
-            raise click.ClickException(f"the server ended the session: {e}") from None
-        if isinstance(e, KeyboardInterrupt):
-            console.print("interrupted")
-            sys.exit(130)
-        raise
+
+    run_client(conn, run)

@@ -67,6 +67,21 @@ def conformance(
         return
     if not serve and len(target) != 1:
         raise click.BadParameter("expected one HOST:PORT (or --serve CLIENT_CMD...)")
+    cases = (
+        [(c.id, c.section) for c in CASES]
+        if not serve
+        else [(c.id, c.section) for c in CLIENT_CASES if c.peer == peer]
+    )
+    if only and not any(i.startswith(o) or sec.startswith(o) for i, sec in cases for o in only):
+        # A report of nothing would pass: a misspelt --only must not look like conformance.
+        raise click.BadParameter(f"no case matches {', '.join(only)} (--list shows them)")
+    if not serve:
+        host, port = _parse_target(target[0])
+        try:
+            trio.run(_reachable, host, port)
+        except OSError as e:
+            # Every case would fail the same way, each with its own trace: say it once.
+            raise click.ClickException(f"cannot reach {target[0]}: {e.strerror or e}") from None
     from rich.console import Console
 
     console = Console(stderr=as_json)
@@ -89,7 +104,6 @@ def conformance(
             )
         )
     else:
-        host, port = _parse_target(target[0])
         report = trio.run(
             lambda: run_suite(host, port, only=only, timeout=timeout, on_result=progress)
         )
@@ -102,3 +116,8 @@ def conformance(
     else:
         console.print(render_table(report))
     raise SystemExit(1 if report.failed else 0)
+
+
+async def _reachable(host: str, port: int) -> None:
+    stream = await trio.open_tcp_stream(host, port)
+    await stream.aclose()
