@@ -95,17 +95,28 @@ class BotResult:
 
 
 async def play_match(
-    match: MatchHandle, strategy: Any, rng: random.Random | None = None
+    match: MatchHandle,
+    strategy: Any,
+    rng: random.Random | None = None,
+    *,
+    placement: str = "uniform",
 ) -> BotResult:
-    """Play ``match`` to its end with a :class:`~seabattle.client.bots.Strategy`."""
+    """Play ``match`` to its end with a :class:`~seabattle.client.bots.Strategy`, placing every
+    game's fleet by ``placement`` (:data:`~seabattle.client.placement.PLACEMENTS`)."""
     from seabattle.client.bots import TargetView
+
+    from .placement import place_fleet
 
     rng = rng or random.SystemRandom()
     await match.wait_started()
     assert match.rules is not None
     rules = match.rules
+
+    async def place() -> None:
+        await match.place(place_fleet(rules, rng, placement), rng=rng)
+
     if not match.placed:
-        await match.place(rng=rng)
+        await place()
     view = TargetView(rules)
     refusals = 0
     last_turn: YourTurn | None = None
@@ -118,7 +129,7 @@ async def play_match(
         if isinstance(ev, GameStarted):
             view = TargetView(rules)
             if not match.placed:
-                await match.place(rng=rng)
+                await place()
         elif isinstance(ev, YourTurn | Refused):
             if isinstance(ev, Refused):
                 refusals += 1
@@ -144,7 +155,7 @@ async def play_match(
             if boards and match.seat is not None:
                 view = view_from_snapshot(rules, boards[1 - match.seat])
             if ev.view.get("phase") == "setup" and not match.placed:
-                await match.place(rng=rng)
+                await place()
         elif isinstance(ev, ShotResult):
             last_turn = None
             feed_view(view, rules, ev.cells, ev.radar, ev.verdict)
@@ -166,10 +177,12 @@ async def play_bot(
     mode: str = "blind",
     games: int = 1,
     rng: random.Random | None = None,
+    placement: str = "uniform",
 ) -> list[BotResult]:
-    """Play ``games`` quick matches in a row with ``strategy`` (a ``bots.Strategy``)."""
+    """Play ``games`` quick matches in a row with ``strategy`` (a ``bots.Strategy``), fleets
+    placed by ``placement``."""
     out = []
     for _ in range(games):
         match = await client.quick(rules, mode)
-        out.append(await play_match(match, strategy, rng))
+        out.append(await play_match(match, strategy, rng, placement=placement))
     return out

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 import random
-import statistics
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +24,7 @@ from .cli_common import (
     open_stream,
     run_client,
 )
+from .placement import PLACEMENTS
 
 if TYPE_CHECKING:
     from .botplay import BotResult
@@ -32,21 +32,25 @@ if TYPE_CHECKING:
 __all__ = ["bot", "play"]
 
 
-def _stats(rules: RuleSet, strategy: str, games: int, seed: int | None) -> None:
+def _stats(rules: RuleSet, strategy: str, games: int, seed: int | None, placement: str) -> None:
     from rich.progress import Progress
-    from seabattle.client.bots import make_strategy, simulate_shots_to_win
+    from seabattle.client.bots import make_strategy
+    from seabattle.client.botsim import measure
 
-    rng = random.Random(seed) if seed is not None else random.SystemRandom()
-    results = []
+    seed = random.SystemRandom().getrandbits(32) if seed is None else seed
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task(f"{strategy} on {rules.name}", total=games)
-        for _ in range(games):
-            results.append(simulate_shots_to_win(rules, make_strategy(strategy), rng))
-            progress.advance(task)
+        st = measure(
+            rules,
+            partial(make_strategy, strategy),
+            games,
+            seed,
+            placement,
+            partial(progress.advance, task),
+        )
     console.print(
-        f"{strategy} on {rules.name}, {games} game(s): shots to win "
-        f"mean {statistics.fmean(results):.2f}, median {statistics.median(results):g}, "
-        f"min {min(results)}, max {max(results)}"
+        f"{strategy} on {rules.name} against {placement} fleets, {games} game(s), seed {seed}: "
+        f"shots to win {st.line()}"
     )
 
 
@@ -64,6 +68,7 @@ async def _bot_server(
     conn: Conn | None = None,
     as_json: bool = False,
     wait: float | None = None,
+    placement: str = "uniform",
 ) -> int:
     """Play ``games`` quick matches; one line per match (``as_json``: one JSON object on stdout,
     the rest on stderr). ``wait`` bounds each wait for an opponent, in seconds."""
@@ -83,7 +88,7 @@ async def _bot_server(
                 await match.wait_started()
             if match is None or match.rules is None:  # `start` sets the rules
                 raise click.ClickException(f"no opponent in {wait:g} s (--wait)")
-            res = await play_match(match, make_strategy(strategy))
+            res = await play_match(match, make_strategy(strategy), placement=placement)
             wins += bool(res.won)
             if as_json:
                 click.echo(json.dumps(_bot_json(res, client.player)))
@@ -138,6 +143,16 @@ def _bot_line(res: BotResult, player: str) -> str:
     return ", ".join([" ".join(parts[:3]), *parts[3:]])
 
 
+_PLACEMENT = click.option(
+    "--placement",
+    type=click.Choice(PLACEMENTS),
+    default="uniform",
+    show_default=True,
+    help="How a fleet is placed: uniformly among all legal fleets, or to cost a density "
+    "shooter shots (for play: what the placing command random does).",
+)
+
+
 @click.command()
 @click.option("--server", default=None, help="HOST:PORT of a server (omit with --stats).")
 @connection_options
@@ -157,6 +172,7 @@ def _bot_line(res: BotResult, player: str) -> str:
 )
 @click.option("--stats", is_flag=True, help="Simulate locally and print shots-to-win statistics.")
 @click.option("--seed", default=None, type=int, help="Seed for --stats.")
+@_PLACEMENT
 def bot(
     server: str | None,
     tls: bool,
@@ -173,15 +189,17 @@ def bot(
     wait: float | None,
     stats: bool,
     seed: int | None,
+    placement: str,
 ) -> None:
-    """Play GAMES matches with a bot on a server, or measure a strategy with --stats."""
+    """Play GAMES matches with a bot on a server, or measure a strategy with --stats (against
+    fleets placed by --placement)."""
     from seabattle.client.bots import STRATEGIES
 
     if strategy not in STRATEGIES:
         raise click.BadParameter(f"one of {', '.join(STRATEGIES)}", param_hint="--strategy")
     rules = _rules_arg(rules_)
     if stats:
-        _stats(rules, strategy, games, seed)
+        _stats(rules, strategy, games, seed, placement)
         return
     if server is None:
         raise click.UsageError("give --server HOST:PORT, or --stats for a local simulation")
@@ -205,6 +223,7 @@ def bot(
             conn=conn,
             as_json=as_json,
             wait=wait,
+            placement=placement,
         ),
     )
 
@@ -217,6 +236,7 @@ def bot(
 @click.option("--invite", default=None, help="Join this invitation (or match id) instead.")
 @click.option("--key", default=None, help="Identity key file (a guest key if omitted).")
 @click.option("--name", default="player", show_default=True)
+@_PLACEMENT
 def play(
     server: str,
     tls: bool,
@@ -227,6 +247,7 @@ def play(
     invite: str | None,
     key: str | None,
     name: str,
+    placement: str,
 ) -> None:
     """Play one match by hand on a server: rich grids, typed coordinates."""
     from seabattle.client.human import play_server
@@ -251,6 +272,7 @@ def play(
             console=console,
             invite=invite,
             stream=stream,
+            placement=placement,
         )
 
     run_client(conn, run)

@@ -339,14 +339,16 @@ async def play_server(
     invite: str | None = None,
     read: LineReader | None = None,
     stream: trio.abc.Stream | None = None,
+    placement: str = "uniform",
 ) -> bool | None:
     """Play one match on a server by hand (quick match, or join ``invite``); did we win?
 
-    ``read`` replaces standard input and ``stream`` the TCP connection (tests drive both).
+    ``read`` replaces standard input and ``stream`` the TCP connection (tests drive both);
+    ``placement`` is the strategy the placing command ``random`` uses (``placement.PLACEMENTS``).
     """
     from .api import connect
 
-    ui = TerminalUI(console, read)
+    ui = TerminalUI(console, read, placement=placement)
     async with connect(host, port, key=key, name=name, stream=stream) as client:
         ui.say(f"connected as {client.player[:16]}...; waiting for an opponent")
         match = await (client.join(invite) if invite else client.quick(rules, mode))

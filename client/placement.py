@@ -5,27 +5,41 @@ A :class:`Placer` holds the ships placed so far and applies one typed command at
 * ``A1 across`` / ``C3 down`` (``a``/``d``, ``h``/``v`` also do) places the next ship; a ship of
   length 1 needs no direction. ``Cruiser C3 down`` names the ship, where the rules allow any order.
 * ``move Carrier`` picks a placed ship up again; ``undo`` picks up the last one placed.
-* ``random`` places the rest at random around the ships already down.
+* ``random`` places the rest at random around the ships already down, by the placer's strategy.
 
 The next ship is always the first unplaced one in fleet order, so under ordered placement (004:
 5, 4, 3, 3, 2 in that order) a ship picked up is the next one asked for. Each placement is checked
 at once with :meth:`Fleet.validate` on the ships down so far, so the refusal names the ship and the
 rule it breaks, exactly as the referee would. Once the last ship is down the fleet is fixed: the
 caller takes :meth:`Placer.fleet` and there is nothing left to move.
+
+Placement strategies (:data:`PLACEMENTS`, :func:`place_fleet`) say how a fleet is placed for a
+player who does not place it by hand: ``uniform`` draws it uniformly from every legal fleet (no
+layout is more likely than another, so no shooter can be tuned to a bias); ``unlikely`` keeps the
+one of :data:`UNLIKELY_DRAWS` uniform draws whose cells a density shooter rates lowest before its
+first shot (every ship cell's score, plus each ship's highest), which costs such a shooter shots
+(BENCHMARKS.md, "Session 4: uniform fleets and placement"), at the price of a bias that an
+opponent who knew of it could learn.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import random
 import re
 
 from seabattle.protocol.errors import ProtocolError
-from seabattle.protocol.fleet import Fleet, IllegalFleet, Placement
+from seabattle.protocol.fleet import Fleet, IllegalFleet, Placement, random_fleet
 from seabattle.protocol.grid import Cell, parse_cell
 from seabattle.protocol.rules import RuleSet
 
-__all__ = ["HELP", "PlacementRefused", "Placer"]
+__all__ = ["HELP", "PLACEMENTS", "UNLIKELY_DRAWS", "PlacementRefused", "Placer", "place_fleet"]
+
+#: The placement strategies by the name the command line and :func:`place_fleet` take.
+PLACEMENTS = ("uniform", "unlikely")
+#: How many uniform fleets ``unlikely`` draws to keep the least likely-looking one.
+UNLIKELY_DRAWS = 32
 
 HELP = (
     "place the next ship: A1 across, C3 down (a/d also do); "
@@ -46,6 +60,45 @@ _DIRECTIONS = {
 }
 
 
+def place_fleet(
+    rules: RuleSet,
+    rng: random.Random,
+    placement: str = "uniform",
+    *,
+    placed: dict[int, Placement] | None = None,
+) -> Fleet:
+    """A fleet for ``rules`` by the strategy ``placement`` (see :data:`PLACEMENTS`).
+
+    ``placed`` keeps those ships (fleet index to placement) and places the others around them.
+    Raises :class:`ValueError` for an unknown strategy and
+    :class:`~seabattle.protocol.fleet.IllegalFleet` when the other ships cannot be placed.
+    """
+    if placement == "uniform":
+        return random_fleet(rules, rng, placed=placed)
+    if placement == "unlikely":
+        prior = _prior(rules)
+
+        def score(f: Fleet) -> float:
+            # Its cells' scores, for the cells a shooter sees rarely; plus each ship's highest,
+            # for the shot that first finds it.
+            ships = [[prior[c.index(rules.cols)] for c in cells] for cells in f.ship_cells(rules)]
+            return sum(sum(s) + max(s) for s in ships)
+
+        return min(
+            (random_fleet(rules, rng, placed=placed) for _ in range(UNLIKELY_DRAWS)), key=score
+        )
+    raise ValueError(f"no placement {placement!r}; placements: {', '.join(PLACEMENTS)}")
+
+
+@functools.lru_cache(maxsize=16)
+def _prior(rules: RuleSet) -> tuple[float, ...]:
+    """What a density shooter scores each cell before its first shot (the ships' positions
+    covering it): a fleet on low-scoring cells is among the last it looks for."""
+    from .bots import DensityStrategy, TargetView  # bots import nothing of this module
+
+    return tuple(DensityStrategy().density(TargetView(rules)))
+
+
 class PlacementRefused(ValueError):
     """A placement command that cannot be applied; ``str()`` says why, for the player."""
 
@@ -57,8 +110,10 @@ def _norm(name: str) -> str:
 class Placer:
     """The fleet being placed by hand under ``rules`` (see the module docstring)."""
 
-    def __init__(self, rules: RuleSet) -> None:
+    def __init__(self, rules: RuleSet, placement: str = "uniform") -> None:
         self.rules = rules
+        #: The strategy (:data:`PLACEMENTS`) that ``random`` places the rest of the fleet by.
+        self.placement = placement
         self.placed: dict[int, Placement] = {}
         self._order: list[int] = []  # the order ships went down, for undo
 
@@ -125,25 +180,21 @@ class Placer:
         del self.placed[ship]
         self._order.remove(ship)
 
-    def fill_random(self, rng: random.Random, attempts: int = 500) -> None:
-        """Place every remaining ship at random around those already down."""
+    def fill_random(self, rng: random.Random) -> None:
+        """Place every remaining ship at random around those already down (by the placer's
+        strategy: uniformly among the fleets that keep them, by default)."""
         rest = self._rest()
-        for _ in range(attempts):
-            trial = dict(self.placed)
-            blocked = self._blocked(trial)
-            for k in rest:
-                length = self.rules.fleet[k].length
-                options = self._positions(blocked, length)
-                if not options:
-                    break
-                trial[k] = p = rng.choice(options)
-                blocked |= self._around(p, length)
-            else:
-                self._check(trial)
-                self.placed = trial
-                self._order.extend(rest)
-                return
-        raise PlacementRefused("the rest of the fleet does not fit around these ships: move one")
+        refusal = "the rest of the fleet does not fit around these ships: move one"
+        if not self.fits_rest():
+            raise PlacementRefused(refusal)  # at once, not after the sampler's whole budget
+        try:
+            fleet = place_fleet(self.rules, rng, self.placement, placed=self.placed)
+        except IllegalFleet:
+            raise PlacementRefused(refusal) from None
+        trial = {k: fleet.placements[k] for k in range(len(self.rules.fleet))}
+        self._check(trial)
+        self.placed = trial
+        self._order.extend(rest)
 
     def fits_rest(self, budget: int = 1000) -> bool:
         """Whether the unplaced ships still fit somewhere (``True`` when the search gives up)."""

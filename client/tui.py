@@ -159,8 +159,12 @@ class TerminalUI:
         console: Console | None = None,
         read: LineReader | None = None,
         rng: random.Random | None = None,
+        *,
+        placement: str = "uniform",
     ) -> None:
         self.console = console or Console()
+        #: How the placing command ``random`` places the rest (``placement.PLACEMENTS``).
+        self.placement = placement
         self.read: LineReader = read or StdinLines()
         #: A scripted reader types nothing that a terminal would echo, so the transcript echoes it.
         self.echo = read is not None
@@ -266,7 +270,7 @@ class TerminalUI:
 
     async def place(self, rules: RuleSet, game: int, clock: ClockSource | None = None) -> Fleet:
         """Place a fleet by hand, ship by ship (:class:`~.placement.Placer`); fixed when done."""
-        placer = Placer(rules)
+        placer = Placer(rules, self.placement)
         order = " (in fleet order)" if rules.ordered_placement else ""
         self.say(f"game {game}: place your fleet{order}. {PLACEMENT_HELP}", "bold")
         self.say(render_placement(rules, placer.placed, placer.next_ship))
