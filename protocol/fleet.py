@@ -268,7 +268,8 @@ def random_fleet(
     others uniformly among the legal completions, by the same rejection. A custom rule set too
     crowded to be drawn within ``budget`` joins is placed ship by ship instead (legal, not
     uniform), since rule sets arrive from the network and an answer must come in bounded time;
-    :class:`IllegalFleet` if even that finds no fleet.
+    :class:`IllegalFleet` if even that finds no fleet. The budget biases nothing it lets
+    finish: what a rejection sampler returns is independent of how many tries it took.
 
     The caller passes the randomness (``random.Random(seed)`` for replays, ``random.SystemRandom()``
     for play): the core never draws its own. One 128-bit draw from ``rng`` seeds the generator the
