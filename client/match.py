@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 from seabattle.protocol import messages as m
-from seabattle.protocol.commit import Commitment, Committed, Reveal
+from seabattle.protocol.commit import Commitment, Committed, Reveal, sign_seat
 from seabattle.protocol.errors import ProtocolError
 from seabattle.protocol.fleet import Fleet, random_fleet
 from seabattle.protocol.game import Deadline, EndReason, Game, Phase
@@ -181,10 +181,19 @@ class MatchHandle:
         self.placed_game = game
         self.awaiting_commit = True
         if self.mode == "custody":
-            await self._send_unacked(m.Place(self.id, game, tuple(fleet.to_list()), secret))
+            await self._send_unacked(
+                m.Place(self.id, game, tuple(fleet.to_list()), secret, self._seat_sig())
+            )
         else:
-            await self._send_unacked(m.Commit(self.id, game, self.committed.commitment.to_dict()))
+            commitment = self.committed.commitment.to_dict()
+            await self._send_unacked(m.Commit(self.id, game, commitment, self._seat_sig()))
         return fleet
+
+    def _seat_sig(self) -> bytes:
+        """Our seat signature for the fleet just committed (spec 10.10): it binds our key to the
+        seat in the record, whoever else signs it."""
+        assert self.committed is not None
+        return sign_seat(self.client.key, self.committed.ctx, self.committed.root)
 
     async def fire(self, cells: str | Cell | Sequence[str | Cell]) -> None:
         """Call one cell (``"E5"``) or a salvo (a list); the answer comes as events."""

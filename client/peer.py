@@ -41,7 +41,7 @@ from typing import Any
 import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.protocol import messages as m
-from seabattle.protocol.commit import Committed, coin_commit, coin_result
+from seabattle.protocol.commit import Committed, coin_commit, coin_result, sign_seat
 from seabattle.protocol.errors import ProtocolError, Refused, RemoteProtocolError
 from seabattle.protocol.fleet import Fleet, random_fleet
 from seabattle.protocol.game import Deadline, Game, Phase
@@ -243,7 +243,12 @@ async def _lot(wire: Wire, match_id: bytes, game: int, seat: int) -> int:
 
 
 async def _play_game(
-    wire: Wire, ref: Referee, seat: int, player: Player, on_event: Callable[[str, Any], None]
+    wire: Wire,
+    ref: Referee,
+    seat: int,
+    key: Ed25519PrivateKey,
+    player: Player,
+    on_event: Callable[[str, Any], None],
 ) -> None:
     from seabattle.client.bots import TargetView
 
@@ -255,7 +260,8 @@ async def _play_game(
     need_lot = g.first is None
     committed = Committed(rules, await player.fleet(rules, n), os.urandom(32), mid, n, seat)
     defender = Defender(committed)
-    mine = m.Commit(mid, n, committed.commitment.to_dict())
+    sig = sign_seat(key, committed.ctx, committed.root)
+    mine = m.Commit(mid, n, committed.commitment.to_dict(), sig)
     await wire.send(mine)
     theirs = await wire.expect(m.Commit)
     assert isinstance(theirs, m.Commit)
@@ -353,7 +359,7 @@ async def play_peer(
     hook = on_event or (lambda kind, data: None)
     ref.start(_NOW)
     while not ref.over:
-        await _play_game(wire, ref, seat, player, hook)
+        await _play_game(wire, ref, seat, key, player, hook)
     match = ref.match
     keys = [public_key(key), peer_key] if seat == 0 else [peer_key, public_key(key)]
     record = build_record(match, keys, None)

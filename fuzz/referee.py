@@ -24,6 +24,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.protocol import codec
 from seabattle.protocol import messages as m
 from seabattle.protocol.commit import Committed
@@ -54,7 +55,9 @@ from .data import Data, build
 __all__ = ["RULES", "referee"]
 
 MID = bytes(range(16))
-PLAYERS = ("a" * 64, "b" * 64)
+#: The seats' players: real keys, since every commitment carries its player's seat signature.
+KEYS = tuple(Ed25519PrivateKey.from_private_bytes(bytes([n]) * 32) for n in (1, 2))
+PLAYERS = tuple(k.public_key().public_bytes_raw().hex() for k in KEYS)
 SECRETS = (bytes([1]) * 32, bytes([2]) * 32)
 _CLASSIC = preset("classic")
 
@@ -129,8 +132,9 @@ class _Run:
             seat = seats[self.d.below(len(seats))]
             c = self.defender(n, seat).committed
             if self.mode == "custody":
-                return seat, m.Place(MID, n, tuple(c.fleet.to_list()), c.secret)
-            return seat, m.Commit(MID, n, c.commitment.to_dict())
+                sig = c.seat_sig(KEYS[seat])
+                return seat, m.Place(MID, n, tuple(c.fleet.to_list()), c.secret, sig)
+            return seat, m.Commit(MID, n, c.commitment.to_dict(), c.seat_sig(KEYS[seat]))
         if g.phase is Phase.FIRING and g.turn is not None:
             return g.turn, self.shot(g.turn)
         if g.phase is Phase.ANSWER and g.pending is not None:

@@ -135,7 +135,7 @@ def _serve(conn: Connection, item: m.Message | RemoteProtocolError, ready: bool)
     if isinstance(item, m.Hello):
         assert _at(conn) is State.WELCOME
         caps = ("peer",) if "peer" in item.caps else ()
-        conn.send(m.Welcome(1, caps, _SERVER_PUB, _CHALLENGE, True))
+        conn.send(m.Welcome(2, caps, _SERVER_PUB, _CHALLENGE, True))
         assert _at(conn) is State.AUTH
     elif isinstance(item, m.Auth):
         assert _at(conn) is State.AUTHED
@@ -166,7 +166,7 @@ def handshake(data: bytes) -> None:
             if kind == 0:
                 wire = d.blob(80)
             elif kind <= 2:
-                hello = build(m.Hello, d, versions=(1,), agent="fuzz", caps=("peer",))
+                hello = build(m.Hello, d, versions=(2,), agent="fuzz", caps=("peer",))
                 wire = m.frame(hello)
             elif kind <= 4:
                 wire = m.frame(_auth(d))

@@ -41,6 +41,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import FrozenInstanceError, dataclass
 from typing import Any
 
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
 from .canonical import canonical_pack
 from .errors import ErrorCode, RemoteProtocolError
 from .fleet import Fleet, IllegalFleet, Placement
@@ -53,12 +56,18 @@ __all__ = [
     "Committed",
     "Reveal",
     "ShipOpening",
+    "check_seat",
     "coin_commit",
     "coin_result",
     "context",
+    "seat_statement",
+    "sign_seat",
 ]
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
+"""The protocol version this code speaks (spec revision 3; revision 2 and before were version 1)."""
+COMMITMENT_VERSION = 1
+"""The commitment scheme's version, inside every context (unchanged since revision 1)."""
 SECRET_BYTES = 32
 SALT_BYTES = 16
 
@@ -72,13 +81,37 @@ def _bad(detail: str) -> RemoteProtocolError:
     return RemoteProtocolError(ErrorCode.BAD_PROOF, detail)
 
 
+_SEAT_PREFIX = b"seabattle/v2/seat\x00"
+
+
+def seat_statement(ctx: bytes, root: bytes) -> bytes:
+    """What a player signs to take its seat with its fleet (spec 10.10): the context, which names
+    the match, the game, the seat and the rules, and the root of its commitment."""
+    return _SEAT_PREFIX + ctx + root
+
+
+def sign_seat(key: Ed25519PrivateKey, ctx: bytes, root: bytes) -> bytes:
+    """The player's seat signature: its key's Ed25519 signature of :func:`seat_statement`."""
+    return key.sign(seat_statement(ctx, root))
+
+
+def check_seat(player_key: bytes, ctx: bytes, root: bytes, sig: bytes) -> None:
+    """Raise ``BAD_SIGNATURE`` unless ``sig`` by ``player_key`` (32 bytes) signs the seat."""
+    try:
+        Ed25519PublicKey.from_public_bytes(player_key).verify(sig, seat_statement(ctx, root))
+    except (InvalidSignature, ValueError):
+        raise RemoteProtocolError(
+            ErrorCode.BAD_SIGNATURE, "the seat signature is not by this seat's player"
+        ) from None
+
+
 def context(match_id: bytes, game: int, seat: int, rules: RuleSet) -> bytes:
     """The 32-byte domain-separation context of one player's fleet in one game."""
     if len(match_id) != 16:
         raise ValueError("match_id is 16 bytes")
     body = canonical_pack(
         {
-            "v": PROTOCOL_VERSION,
+            "v": COMMITMENT_VERSION,
             "match": match_id,
             "game": game,
             "seat": seat,
@@ -670,6 +703,10 @@ class Committed:
         self._opener = _Opener(self.ctx, fleet, self.occupancy, secret)
         self.commitment = Commitment._of(self._opener.leaves(), len(fleet.placements), self._opener)
         self.root = self.commitment.root(self.ctx)
+
+    def seat_sig(self, key: Ed25519PrivateKey) -> bytes:
+        """The seat signature of this fleet's player (``key``): :func:`sign_seat`."""
+        return sign_seat(key, self.ctx, self.root)
 
     def drop_leaves(self) -> None:
         """Stop holding the leaf list of :attr:`commitment`: it is derived again when read.

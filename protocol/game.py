@@ -173,9 +173,11 @@ class Game:
 
     # Shorthands that build an input and feed it.
 
-    def commit(self, seat: int, commitment: Commitment) -> list[GameEvent]:
-        """Feed :class:`~.inputs.Commit`."""
-        return self.feed(Commit(seat, commitment))
+    def commit(
+        self, seat: int, commitment: Commitment, sig: bytes | None = None
+    ) -> list[GameEvent]:
+        """Feed :class:`~.inputs.Commit` (``sig``: the player's seat signature, spec 10.10)."""
+        return self.feed(Commit(seat, commitment, sig))
 
     def set_first(self, seat: int) -> list[GameEvent]:
         """Feed :class:`~.inputs.SetFirst`."""

@@ -83,10 +83,19 @@ class Commit:
     NAME: ClassVar[Input] = Input.COMMIT
     seat: int
     commitment: Commitment
+    #: the player's seat signature (spec 10.10); ``None`` only in version-1 records
+    sig: bytes | None = None
 
     def entry(self) -> dict[str, Any]:
         """The transcript entry."""
-        return {"in": "commit", "seat": self.seat, "commitment": self.commitment.to_dict()}
+        e: dict[str, Any] = {
+            "in": "commit",
+            "seat": self.seat,
+            "commitment": self.commitment.to_dict(),
+        }
+        if self.sig is not None:
+            e["sig"] = self.sig
+        return e
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,6 +230,8 @@ _ENTRY_KEYS: dict[str, frozenset[str]] = {
     "abandon": frozenset({"in", "seat"}),
     "reveal": frozenset({"in", "seat", "reveal"}),
 }
+#: A commit entry with the player's seat signature (version-2 records; version 1 had none).
+_SIGNED_COMMIT = _ENTRY_KEYS["commit"] | {"sig"}
 
 
 def _bad(detail: str) -> RemoteProtocolError:
@@ -250,7 +261,7 @@ def input_from_entry(e: Any, rules: RuleSet) -> GameInput:
     keys = _ENTRY_KEYS.get(kind) if type(kind) is str else None
     if keys is None:
         raise _bad(f"unknown input {kind!r}")
-    if e.keys() != keys:
+    if e.keys() != keys and not (kind == "commit" and e.keys() == _SIGNED_COMMIT):
         raise _bad(f"a {kind} entry is {{{', '.join(sorted(keys))}}}")
     # The two entries of every shot first: they are most of any transcript, and a replay's cost.
     if kind == "fire":
@@ -272,7 +283,10 @@ def input_from_entry(e: Any, rules: RuleSet) -> GameInput:
         # those verdicts are rebuilt, so that a tuple is caught as a form the game never logs.
         return Answer(_int(e, "seat"), verdict, None if _shows_ship(verdict) else wire)
     if kind == "commit":
-        return Commit(_int(e, "seat"), Commitment.from_dict(e["commitment"]))
+        sig = e.get("sig")
+        if sig is not None and (type(sig) is not bytes or len(sig) != 64):
+            raise _bad("a seat signature is 64 bytes")
+        return Commit(_int(e, "seat"), Commitment.from_dict(e["commitment"]), sig)
     if kind == "set_first":
         return SetFirst(_int(e, "seat"))
     if kind == "radar":

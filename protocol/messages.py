@@ -608,22 +608,26 @@ class GameStart(Message):
 @message("commit", Dir.C2S)
 @dataclass(frozen=True, slots=True)
 class Commit(Message):
-    """Blind mode: the fleet commitment (the leaf list, see spec "Commitments")."""
+    """Blind mode: the fleet commitment (the leaf list, see spec "Commitments"), and `sig`, the
+    player's seat signature over its context and root (spec 10.10)."""
 
     match: bytes
     game: int
     commitment: dict[str, Any]
+    sig: bytes
 
 
 @message("place", Dir.C2S)
 @dataclass(frozen=True, slots=True)
 class Place(Message):
-    """Custody mode: hand the fleet and its secret to the referee."""
+    """Custody mode: hand the fleet and its secret to the referee, with the seat signature over
+    the root they commit to (spec 10.10)."""
 
     match: bytes
     game: int
     fleet: tuple[Any, ...]
     secret: bytes
+    sig: bytes
 
 
 @message("committed", Dir.S2C)

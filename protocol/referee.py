@@ -56,7 +56,7 @@ from typing import Any, NamedTuple, cast
 
 from . import messages as m
 from .announce import announce
-from .commit import Commitment, Committed, Reveal
+from .commit import Commitment, Committed, Reveal, check_seat
 from .errors import ErrorCode, ProtocolError, Refused, RemoteProtocolError
 from .fleet import Fleet
 from .game import Game
@@ -312,11 +312,19 @@ class Referee:
             inp = Radar(seat, msg.member, _cell(msg.at, r.rows, r.cols))
         elif isinstance(msg, m.Commit):
             self._need(self.mode == "blind", "custody mode: send 'place'")
-            inp = Commit(seat, Commitment.from_dict(msg.commitment))
+            commitment = Commitment.from_dict(msg.commitment)
+            # The shape before any hashing (as the game does), then the seat signature: a
+            # commitment its player did not sign binds nobody to the seat (spec 10.10).
+            commitment.check_shape(r)
+            ctx = g.ctx[seat] if 0 <= seat <= 1 else b""
+            check_seat(self._key(seat), ctx, commitment.root(ctx), msg.sig)
+            inp = Commit(seat, commitment, msg.sig)
         elif isinstance(msg, m.Place):
             self._need(self.mode == "custody", "blind mode: send 'commit'")
             defender = self._place(g, seat, msg)
-            inp = Commit(seat, defender.committed.commitment)
+            c = defender.committed
+            check_seat(self._key(seat), c.ctx, c.root, msg.sig)
+            inp = Commit(seat, c.commitment, msg.sig)
         elif isinstance(msg, m.RevealMsg):
             self._need(self.mode == "blind", "custody mode: the referee reveals")
             inp = RevealFleet(seat, Reveal.from_dict(msg.reveal))
@@ -437,6 +445,13 @@ class Referee:
 
     def _put(self, to: int, msg: m.Message) -> None:
         self._out.append(Send(to, msg))
+
+    def _key(self, seat: int) -> bytes:
+        """The public key of ``seat``'s player (its id is the key in hex)."""
+        try:
+            return bytes.fromhex(self.players[seat])
+        except (ValueError, IndexError):
+            return b""  # not a key: every seat signature is refused
 
     def _place(self, g: Game, seat: int, msg: m.Place) -> Defender:
         """The defender of the fleet and secret ``msg`` hands over (custody mode)."""

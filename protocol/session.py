@@ -45,7 +45,7 @@ __all__ = [
     "check_auth",
 ]
 
-SUPPORTED_VERSIONS = (1,)
+SUPPORTED_VERSIONS = (2,)
 
 MAX_C2S_FRAME = 64 * 1024
 """Largest frame body a client sends and a server accepts: a server reads every client's frames,

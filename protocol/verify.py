@@ -14,7 +14,8 @@ from typing import Any
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from .errors import ProtocolError
+from .commit import check_seat
+from .errors import ErrorCode, ProtocolError
 from .game import Game, Phase
 from .inputs import input_from_entry
 from .match import Match
@@ -44,6 +45,9 @@ REASONS: dict[str, str] = {
     "transcript_invalid": "A game's transcript does not replay: an entry the game refuses, an "
     "entry not in the form the game logs, a game numbered out of order, or a game after one that "
     "did not end.",
+    "seat_unbound": "A version-2 record's commitment is not signed by the key the record names "
+    "for its seat (spec 10.10): whoever played that seat, the record cannot say it was this "
+    "player.",
     "first_mismatch": "A game's recorded `first` differs from the replay's.",
     "roots_mismatch": "A game's recorded `roots` differ from the committed ones.",
     "outcome_mismatch": "A game's recorded outcome differs from the replay's (version 2: winner "
@@ -84,7 +88,8 @@ class VerifyReport:
     """The verdict on a signed record.
 
     ``reason`` is the first problem found (empty when ``ok``); it starts with a stable slug, one
-    of :data:`REASONS`. ``problems`` lists every problem found, in the order of :data:`REASONS`.
+    of :data:`REASONS`. ``problems`` lists every problem found, in the order found: the checks of
+    :data:`REASONS` in turn, and within the replay, entry by entry.
     """
 
     ok: bool
@@ -213,7 +218,12 @@ def _describe(o: dict[str, Any] | None) -> str:
 
 
 def _replay_game(
-    m: Match, gd: dict[str, Any], number: int, problems: list[str], version: int
+    m: Match,
+    gd: dict[str, Any],
+    number: int,
+    problems: list[str],
+    version: int,
+    players: list[bytes],
 ) -> tuple[GameSummary, bool]:
     """Replay one game into ``m``; returns its summary and whether the match replay may go on."""
     summary = GameSummary(number)
@@ -239,6 +249,8 @@ def _replay_game(
                 raise RecordError("not in the form the game logs")
             if g.outcome and not ended:
                 ended = j
+            if version >= 2 and entry["in"] == "commit":
+                _check_seat_entry(g, entry, players, number, problems)
             continue
         except ProtocolError as e:
             why = e.detail or str(e)
@@ -280,6 +292,20 @@ def _replay_game(
     return summary, False
 
 
+def _check_seat_entry(
+    g: Game, entry: dict[str, Any], players: list[bytes], number: int, problems: list[str]
+) -> None:
+    """A version-2 commit entry carries its player's seat signature (spec 10.10)."""
+    seat = entry["seat"]
+    sig, root = entry.get("sig"), g.roots[seat]
+    try:
+        if sig is None or root is None:
+            raise ProtocolError(ErrorCode.BAD_SIGNATURE, "it has no seat signature")
+        check_seat(players[seat], g.ctx[seat], root, sig)
+    except ProtocolError as e:
+        problems.append(f"seat_unbound: game {number} seat {seat}'s commitment: {e.detail}")
+
+
 def verify_record(signed: Any, *, referee_key: bytes | None = None) -> VerifyReport:
     """Verify a signed record from itself alone: signatures, then a replay of every game.
 
@@ -309,7 +335,7 @@ def verify_record(signed: Any, *, referee_key: bytes | None = None) -> VerifyRep
             problems.append("bad_rules: the rules are not in their full canonical form")
         m = Match(rules, rec["match"], compact=False)
         for number, gd in enumerate(rec["games"], 1):
-            summary, go_on = _replay_game(m, gd, number, problems, rec["v"])
+            summary, go_on = _replay_game(m, gd, number, problems, rec["v"], rec["players"])
             games.append(summary)
             if not go_on:
                 if number < len(rec["games"]):

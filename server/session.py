@@ -50,7 +50,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.common.netio import RECV_SIZE
 from seabattle.protocol import messages as m
 from seabattle.protocol.errors import ErrorCode, ProtocolError, RemoteProtocolError
-from seabattle.protocol.session import REDIRECT, State, check_auth
+from seabattle.protocol.session import REDIRECT, SUPPORTED_VERSIONS, State, check_auth
 
 from .config import Limits, TokenBucket
 from .lobby import Lobby
@@ -323,7 +323,9 @@ class Client(Outbox):
         # A node of a cluster may send a client elsewhere, if the client can follow (4.10).
         self.follows = self.ident.lobby.cluster is not None and REDIRECT in msg.caps
         caps = (REDIRECT,) if self.follows else ()
-        self.send(m.Welcome(1, caps, self.ident.public, self.challenge, self.ident.guests))
+        # The highest version both speak (4.2; the connection refused hello without one).
+        version = max(set(msg.versions) & set(SUPPORTED_VERSIONS))
+        self.send(m.Welcome(version, caps, self.ident.public, self.challenge, self.ident.guests))
 
     async def _auth(self, msg: m.Auth) -> None:
         ident = self.ident

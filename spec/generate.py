@@ -136,6 +136,10 @@ def _valid_in(tag: str) -> str:
     return where
 
 
+#: Messages whose fields changed in a later version than 1 (the "Since" column).
+_SINCE = {"commit": PROTOCOL_VERSION, "place": PROTOCOL_VERSION}
+
+
 def message_table() -> str:
     """The message table: tag, direction, fields with types, where valid, since, meaning."""
     rows = [
@@ -146,7 +150,7 @@ def message_table() -> str:
         fields = ", ".join(f"`{n}`: {_type_name(tp)}" for n, tp in _fields(cls)) or "-"
         rows.append(
             f"| `{tag}` | {_DIR_LABEL[cls.DIR]} | {fields} | {_valid_in(tag)} | "
-            f"{PROTOCOL_VERSION} | {_first_line(cls.__doc__)} |"
+            f"{_SINCE.get(tag, 1)} | {_first_line(cls.__doc__)} |"
         )
     rows.append("")
     rows.append(
@@ -540,8 +544,8 @@ _EXAMPLES: dict[str, Any] = {
     "head": bytes([0x4E]) * 32,
     "resume": bytes([0x7E]) * 16,
     "ticket": bytes([0x7C]) * 24,
-    "versions": (1,),
-    "version": 1,
+    "versions": (2,),
+    "version": 2,
     "agent": "vectors/1",
     "caps": ("redirect",),
     "name": "alice",
@@ -658,6 +662,8 @@ def _longest(tag: str, name: str, tp: Any, extra: int) -> Any:
         return bytes(messages.MAX_BYTES + extra)
     item = _item(tp)
     filler = None if item is Any else _example(tag, "", item) if item is int else _EMPTY[item]
+    if name == "versions":
+        filler = session.SUPPORTED_VERSIONS[0]  # a list of versions must name one spoken here
     return (filler,) * (messages.MAX_LIST + extra)
 
 

@@ -8,6 +8,7 @@ import from here, never from one another.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import random
 import types
 import typing
@@ -24,7 +25,7 @@ from seabattle.client.peer import PeerResult, Player, host, join
 from seabattle.protocol import messages as m
 from seabattle.protocol.commit import Committed
 from seabattle.protocol.errors import ErrorCode
-from seabattle.protocol.fleet import random_fleet
+from seabattle.protocol.fleet import Fleet, random_fleet
 from seabattle.protocol.grid import Cell, parse_cell
 from seabattle.protocol.rules import RuleSet, rules_from_dict
 from seabattle.protocol.session import Connection, Role, auth_payload
@@ -133,7 +134,7 @@ async def raw(
 
 async def handshake(c: TC, name: str = "p", resume: bytes | None = None) -> m.Authed:
     """``hello``, then ``auth`` signed with ``c``'s key; ``c`` learns its player id and token."""
-    await c.send(m.Hello((1,), "test", ()))
+    await c.send(m.Hello((2,), "test", ()))
     w = await c.expect(m.Welcome)
     sig = c.key.sign(auth_payload(w.challenge, w.server, c.pub))
     await c.send(m.Auth(c.pub, sig, name, resume))
@@ -193,10 +194,12 @@ class Bot:
             self.defender = Defender(self.committed)
             if not self.place:
                 return
+            sig = self.committed.seat_sig(c.key)
             if self.mode == "blind":
-                await c.send(m.Commit(self.match, msg.game, self.committed.commitment.to_dict()))
+                commitment = self.committed.commitment.to_dict()
+                await c.send(m.Commit(self.match, msg.game, commitment, sig))
             else:
-                await c.send(m.Place(self.match, msg.game, tuple(fleet.to_list()), secret))
+                await c.send(m.Place(self.match, msg.game, tuple(fleet.to_list()), secret, sig))
         elif isinstance(msg, m.Firing):
             if msg.first == self.seat:
                 await self.fire()
@@ -325,6 +328,24 @@ async def peer_match(
 
 
 # -- the lobby without connections ----------------------------------------------------------------
+
+
+def player_key(tag: str) -> Ed25519PrivateKey:
+    """A fixed key for the player a test calls ``tag`` (seats are bound to keys, spec 10.10)."""
+    return Ed25519PrivateKey.from_private_bytes(hashlib.sha256(tag.encode()).digest())
+
+
+def player_id(tag: str) -> str:
+    """The player id (the public key in hex) of :func:`player_key`."""
+    return player_key(tag).public_key().public_bytes_raw().hex()
+
+
+def place_msg(
+    match: bytes, game: int, fleet: Any, secret: bytes, seat: int, rules: Any, tag: str
+) -> m.Place:
+    """A custody ``place`` by the player ``tag`` in ``seat``, with its seat signature."""
+    c = Committed(rules, Fleet.from_list(list(fleet)), secret, match, game, seat)
+    return m.Place(match, game, tuple(fleet), secret, c.seat_sig(player_key(tag)))
 
 
 class FakePeer:

@@ -233,12 +233,12 @@ async def test_the_wire_checks_the_handshake_order_and_sends_the_same_bytes() ->
     with pytest.raises(LocalProtocolError) as e:
         await wire.send(m.ListMatches(1))  # before the handshake: never leaves
     assert e.value.code is ErrorCode.HANDSHAKE_REQUIRED
-    hello = m.Hello((1,), "test", ())
+    hello = m.Hello((2,), "test", ())
     await wire.send(hello)
     assert await theirs.receive_some() == encode_frame(m.encode(hello), max_frame=MAX_C2S_FRAME)
     # What a client is never sent is refused, and the stream goes on to the welcome.
-    welcome = m.Welcome(1, (), b"k" * 32, b"c" * 32, True)
-    await theirs.send_all(m.frame(m.Commit(b"m" * 16, 1, {})) + m.frame(welcome))
+    welcome = m.Welcome(2, (), b"k" * 32, b"c" * 32, True)
+    await theirs.send_all(m.frame(m.Commit(b"m" * 16, 1, {}, bytes(64))) + m.frame(welcome))
     refused = await wire.recv()
     assert isinstance(refused, RemoteProtocolError)
     assert refused.code is ErrorCode.UNEXPECTED_MESSAGE
@@ -256,7 +256,7 @@ async def test_a_wire_without_a_role_takes_it_from_its_first_use() -> None:
     async with trio.open_nursery() as n:
         n.start_soon(server.expect, m.Hello)  # waits first: the server
         await trio.testing.wait_all_tasks_blocked()
-        await client.send(m.Hello((1,), "test", ()))  # sends first: the client
+        await client.send(m.Hello((2,), "test", ()))  # sends first: the client
     assert (client.role, server.role) == (Role.CLIENT, Role.SERVER)
     assert (server.max_recv, server.max_send) == (MAX_C2S_FRAME, MAX_S2C_FRAME)
     with pytest.raises(ValueError):

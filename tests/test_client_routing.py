@@ -39,7 +39,7 @@ Script = Callable[[Wire, MatchHandle, MatchHandle], Awaitable[None]]
 async def handshake(wire: Wire) -> None:
     await wire.expect(m.Hello)
     server = public_key(Ed25519PrivateKey.generate())
-    await wire.send(m.Welcome(1, (), server, os.urandom(32), True))
+    await wire.send(m.Welcome(2, (), server, os.urandom(32), True))
     auth = await wire.expect(m.Auth)
     assert isinstance(auth, m.Auth)
     await wire.send(m.Authed(auth.key.hex(), b"resume"))

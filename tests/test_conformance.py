@@ -91,7 +91,7 @@ async def _broken_handler(stream: trio.SocketStream) -> None:
                     continue
                 out: m.Message | None = None
                 if isinstance(msg, m.Hello):
-                    out = m.Welcome(2, ("x-bogus",), bytes(32), bytes(16), True)
+                    out = m.Welcome(7, ("x-bogus",), bytes(32), bytes(16), True)
                 elif isinstance(msg, m.Ping):
                     out = m.Pong(msg.n + 1)
                 if out is not None:
@@ -115,7 +115,7 @@ async def test_a_broken_server_fails_the_relevant_cases() -> None:
         "2.1-frame-too-large",  # no FRAME_TOO_LARGE, no close
         "2.3-D6-duplicate",  # BAD_MESSAGE instead of DUPLICATE_KEY
         "2.4-unknown-tag",  # no handshake possible
-        "4.2-version",  # welcome.version 2 was never offered
+        "4.2-version",  # welcome.version 7 was never offered
         "4.3-auth",  # never answers auth
         "4.6-heartbeat",  # pong carries another n
         "6.2-create-list",  # no lobby
@@ -123,7 +123,7 @@ async def test_a_broken_server_fails_the_relevant_cases() -> None:
         r = outcome[cid]
         assert r.outcome is Outcome.FAILED, (cid, r.detail)
         assert r.detail and r.sent, cid
-    assert "welcome.version is 2" in outcome["4.2-version"].detail
+    assert "welcome.version is 7" in outcome["4.2-version"].detail
     assert "DUPLICATE_KEY" in outcome["2.3-D6-duplicate"].detail
 
 

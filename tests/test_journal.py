@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import trio
+from helpers import player_id, player_key
 from seabattle.protocol import messages as m
 from seabattle.protocol.commit import Committed
 from seabattle.protocol.fleet import random_fleet
@@ -27,7 +28,7 @@ from seabattle.server.journal import (
 from seabattle.server.store import Store
 
 MID = bytes(range(16))
-PLAYERS = ("a" * 64, "b" * 64)
+PLAYERS = (player_id("a"), player_id("b"))
 
 
 async def _seed(store: Store) -> None:
@@ -95,7 +96,8 @@ def _played(clock: Clock, n_shots: int) -> tuple[Referee, list[bytes]]:
     for seat in (0, 1):
         c = Committed(rules, random_fleet(rules, rng), rng.randbytes(32), MID, 1, seat)
         ds.append(c)
-        msg: m.Message = m.Commit(MID, 1, c.commitment.to_dict())
+        sig = c.seat_sig(player_key("ab"[seat]))
+        msg: m.Message = m.Commit(MID, 1, c.commitment.to_dict(), sig)
         ref.receive(seat, msg, 1.0)
         rows.append(entry("in", seat, m.encode(msg), clock.wall(1.0)))
     ref.seat_gone(1, 2.0)

@@ -13,7 +13,7 @@ from typing import Any
 import trio
 import trio.testing
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from helpers import FakePeer
+from helpers import FakePeer, place_msg, player_id, player_key
 from seabattle.protocol import messages as m
 from seabattle.protocol.fleet import random_fleet
 from seabattle.protocol.grid import Cell
@@ -36,7 +36,7 @@ async def _lobby(nursery: trio.Nursery, **limits: Any) -> AsyncIterator[tuple[Lo
 
 
 async def _peer(store: Store, tag: str) -> FakePeer:
-    peer = FakePeer(tag * 64)
+    peer = FakePeer(player_id(tag))
     await store.upsert_player(peer.player, peer.name, 0)
     return peer
 
@@ -201,16 +201,17 @@ async def test_a_finished_match_kept_in_memory_holds_no_games_and_is_still_cosig
     # What a server keeps of up to finished_kept matches must be small whatever the match was:
     # the games go (the record is in the store); who played, the rules and the head stay.
     async with _lobby(nursery) as (lobby, store):
-        key = Ed25519PrivateKey.generate()  # a real key: its co-signature is checked
-        a = FakePeer(key.public_key().public_bytes_raw().hex())
+        key = player_key("a")  # a real key: its co-signature is checked
+        a = FakePeer(player_id("a"))
         await store.upsert_player(a.player, a.name, 0)
         b = await _peer(store, "b")
         ref = await _match(lobby, a, b)
         rules = ref.rules
         rng = random.Random(3)
-        for p in (a, b):
+        for seat, (p, tag) in enumerate(((a, "a"), (b, "b"))):
             fleet = tuple(random_fleet(rules, rng).to_list())
-            await lobby.game_message(p, m.Place(ref.match_id, 1, fleet, rng.randbytes(32)))
+            msg = place_msg(ref.match_id, 1, fleet, rng.randbytes(32), seat, rules, tag)
+            await lobby.game_message(p, msg)
         g = ref.game
         assert g is not None
         seq = 0

@@ -52,7 +52,7 @@ def over_the_wire(msg: m.Message) -> Any:
 
 def test_a_commitment_from_its_wire_form_gives_back_the_same_wire_form_and_root() -> None:
     c = Committed(CLASSIC, random_fleet(CLASSIC, random.Random(1)), bytes(32), MID, 1, 0)
-    msg = over_the_wire(m.Commit(MID, 1, c.commitment.to_dict()))
+    msg = over_the_wire(m.Commit(MID, 1, c.commitment.to_dict(), bytes(64)))
     got = Commitment.from_dict(msg.commitment)
     assert got.to_dict() == msg.commitment == c.commitment.to_dict()
     assert got.root(c.ctx) == c.root == root_of(c.ctx, got.cells, got.ships)
@@ -98,7 +98,7 @@ def play(rules: RuleSet, seed: int, wire: bool) -> None:
         ds.append(Defender(c))
         commitment = c.commitment
         if wire:
-            sent = over_the_wire(m.Commit(MID, 1, c.commitment.to_dict()))
+            sent = over_the_wire(m.Commit(MID, 1, c.commitment.to_dict(), bytes(64)))
             commitment = Commitment.from_dict(sent.commitment)
         g.commit(seat, commitment)
         log()

@@ -134,7 +134,7 @@ async def test_the_joiner_stops_at_a_welcome_that_does_not_agree_peer() -> None:
 
     async def welcome_without_peer() -> None:
         await fake_host.expect(m.Hello)
-        await fake_host.send(m.Welcome(1, (), b"k" * 32, b"c" * 32, True))
+        await fake_host.send(m.Welcome(2, (), b"k" * 32, b"c" * 32, True))
 
     async def connect(address: str, port: int) -> trio.abc.Stream:
         return mine

@@ -58,7 +58,7 @@ def play(m: Match, rng: random.Random, games: int | None = None, stop_at: int = 
                 rules, random_fleet(rules, rng), rng.randbytes(32), m.match_id, g.number, seat
             )
             ds.append(Defender(c))
-            g.commit(seat, c.commitment)
+            g.commit(seat, c.commitment, c.seat_sig((SEAT0, SEAT1)[seat]))
         while g.phase is Phase.FIRING:
             if stop_at and len(g.shots) == stop_at:
                 return m
@@ -278,7 +278,9 @@ def extra_game(r: Record) -> None:
         (flip_outcome, "outcome_mismatch: game 1 recorded winner "),
         (flip_result, "result_mismatch: recorded "),
         (flip_first, "first_mismatch: game 1 recorded first seat "),
-        (other_rules, "transcript_invalid: game 1 entry "),
+        # Other rules are another context: the first commitment's seat signature is the first
+        # thing the replay finds false.
+        (other_rules, "seat_unbound: game 1 seat "),
         (lower_case_call, "transcript_invalid: game 1 entry "),
         (extra_game, "transcript_invalid: game "),
     ],
@@ -401,7 +403,7 @@ def _resigned() -> Record:
     g = m.new_game(None)
     for seat in (0, 1):
         c = Committed(rules, random_fleet(rules, rng), rng.randbytes(32), m.match_id, 1, seat)
-        g.commit(seat, c.commitment)
+        g.commit(seat, c.commitment, c.seat_sig((SEAT0, SEAT1)[seat]))
     g.resign(1)
     m.game_over()
     assert g.outcome is not None and g.outcome.detail  # the live outcome says it in words
@@ -450,3 +452,21 @@ def test_signatures_are_kept_in_role_order_whoever_signs_first(refereed: Record)
     signed = cosign(signed, SEAT0, "seat0")
     assert [s["role"] for s in signed["sigs"]] == ["referee", "seat0", "seat1"]
     assert verify_record(signed).ok
+
+
+def test_a_record_whose_seat_keys_were_swapped_fails_without_co_signatures(
+    refereed: Record,
+) -> None:
+    # The referee puts each player's key on the other's seat (or a stranger's on the winner's)
+    # and signs again, dropping any co-signature: every commitment still replays, but its seat
+    # signature names the seat's true player.
+    swapped = copy.deepcopy(refereed)
+    swapped["players"] = list(reversed(swapped["players"]))
+    assert reason_of(by_referee(swapped)).startswith("seat_unbound: game 1 seat 0")
+    stranger = copy.deepcopy(refereed)
+    stranger["players"][0] = OTHER.public_key().public_bytes_raw()
+    assert reason_of(by_referee(stranger)).startswith("seat_unbound: game 1 seat 0")
+    unsigned = copy.deepcopy(refereed)
+    for entry in unsigned["games"][0]["transcript"]:
+        entry.pop("sig", None)
+    assert reason_of(by_referee(unsigned)).startswith("seat_unbound: ")

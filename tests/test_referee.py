@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from helpers import place_msg, player_id, player_key
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from seabattle.protocol import game as game_module
@@ -39,7 +40,7 @@ from seabattle.protocol.state import TRANSITIONS, Deadline, Phase
 from seabattle.protocol.verdict import Defender
 
 MID = bytes(range(16))
-PLAYERS = ("a" * 64, "b" * 64)
+PLAYERS = (player_id("a"), player_id("b"))
 CLASSIC = preset("classic")
 RUSSIAN = preset("russian")
 
@@ -113,10 +114,11 @@ def play(
         for seat in (0, 1):
             c = Committed(rules, random_fleet(rules, rng), rng.randbytes(32), MID, g.number, seat)
             defenders.append(Defender(c))
+            sig = c.seat_sig(player_key("ab"[seat]))
             if mode == "custody":
-                msg: m.Message = m.Place(MID, g.number, tuple(c.fleet.to_list()), c.secret)
+                msg: m.Message = m.Place(MID, g.number, tuple(c.fleet.to_list()), c.secret, sig)
             else:
-                msg = m.Commit(MID, g.number, c.commitment.to_dict())
+                msg = m.Commit(MID, g.number, c.commitment.to_dict(), sig)
             seen.take(ref.receive(seat, msg, now))
         while ref.game is g and g.phase is not Phase.OVER:
             if clocks and ref.clock is not None and rng.random() < 0.03:
@@ -182,7 +184,8 @@ def _place_both(ref: Referee, rng: random.Random) -> None:
     assert g is not None
     for seat in (0, 1):
         fleet = tuple(random_fleet(ref.rules, rng).to_list())
-        ref.receive(seat, m.Place(MID, g.number, fleet, rng.randbytes(32)), 0.0)
+        msg = place_msg(MID, g.number, fleet, rng.randbytes(32), seat, ref.rules, "ab"[seat])
+        ref.receive(seat, msg, 0.0)
 
 
 def test_a_resent_shot_applies_once_per_game_and_seqs_start_again_each_game() -> None:
@@ -227,7 +230,7 @@ def test_a_wrong_trust_mode_message_is_refused_and_changes_nothing() -> None:
     assert g is not None
     c = Committed(CLASSIC, random_fleet(CLASSIC, rng), bytes(32), MID, 1, 0)
     with pytest.raises(Refused) as e:
-        ref.receive(0, m.Commit(MID, 1, c.commitment.to_dict()), 0.0)
+        ref.receive(0, m.Commit(MID, 1, c.commitment.to_dict(), bytes(64)), 0.0)
     assert e.value.code is ErrorCode.UNEXPECTED_MESSAGE
     assert g.commitments == [None, None] and len(g.transcript) == 1  # the lot only
 

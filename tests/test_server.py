@@ -100,11 +100,12 @@ async def test_illegal_fleet_is_refused_then_placed_again(
     ba.place = False
     await ba.play(until=lambda msg: isinstance(msg, m.GameStart))
     overlapping = ([0, 0, False], [0, 1, False])  # the raft lies on the boat
-    await a.send(m.Place(mid, 1, overlapping, bytes(32)))
+    await a.send(m.Place(mid, 1, overlapping, bytes(32), bytes(64)))
     err = await a.expect(m.Error)
     assert err.code == ErrorCode.ILLEGAL_FLEET and err.ref is None
     assert ba.committed is not None
-    await a.send(m.Place(mid, 1, tuple(ba.committed.fleet.to_list()), ba.committed.secret))
+    fleet, secret = tuple(ba.committed.fleet.to_list()), ba.committed.secret
+    await a.send(m.Place(mid, 1, fleet, secret, ba.committed.seat_sig(a.key)))
     committed = await a.expect(m.Committed)
     assert committed.seat == ba.seat
     with trio.fail_after(10):

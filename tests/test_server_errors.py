@@ -49,7 +49,7 @@ async def test_bad_frames_and_handshake_errors(tmp_path: Path, nursery: trio.Nur
     assert (await error(c)).code == ErrorCode.UNKNOWN_TAG
     # The session survived all three: the handshake still works, and a bad signature may be retried.
     c.conn.state = State.HELLO
-    await c.send(m.Hello((1,), "t", ()))
+    await c.send(m.Hello((2,), "t", ()))
     w = await c.expect(m.Welcome)
     await c.send(m.Auth(c.pub, bytes(64), "x", None))
     assert (await error(c)).code == ErrorCode.AUTH_FAILED
@@ -107,7 +107,7 @@ async def test_refused_moves_leave_the_match_unchanged(
     )
     assert await refused(spy, fire(("A1",), 106)) == ErrorCode.NOT_ALLOWED
     assert await refused(mover.c, m.Radar(mid, 1, "A1", 0, 107)) == ErrorCode.RADAR_NOT_ALLOWED
-    assert await refused(mover.c, m.Commit(mid, 1, {})) == ErrorCode.UNEXPECTED_MESSAGE
+    assert await refused(mover.c, m.Commit(mid, 1, {}, bytes(64))) == ErrorCode.UNEXPECTED_MESSAGE
     # Another match the mover does not play in: acting for it is not allowed.
     _, _, other = await pair(addr, nursery, SMALL, "custody")
     assert await refused(mover.c, fire(("A1",), 108, other)) == ErrorCode.NOT_ALLOWED
@@ -227,7 +227,7 @@ async def test_rematch_cosign_errors_and_leave(tmp_path: Path, nursery: trio.Nur
 async def test_closed_to_strangers_without_guests(tmp_path: Path, nursery: trio.Nursery) -> None:
     addr, _ = await start_server(nursery, tmp_path, guests=False)
     c = await raw(addr, nursery)
-    await c.send(m.Hello((1,), "t", ()))
+    await c.send(m.Hello((2,), "t", ()))
     w = await c.expect(m.Welcome)
     assert w.guests is False
     await c.send(m.Auth(c.pub, c.key.sign(auth_payload(w.challenge, w.server, c.pub)), "x", None))
@@ -262,7 +262,7 @@ async def test_idle_peer_is_dropped_and_bad_resume_token_refused(
     addr, _ = await start_server(nursery, tmp_path)
     c = await raw(addr, nursery)
     c.answer_pings = False
-    await c.send(m.Hello((1,), "t", ()))
+    await c.send(m.Hello((2,), "t", ()))
     w = await c.expect(m.Welcome)
     sig = c.key.sign(auth_payload(w.challenge, w.server, c.pub))
     await c.send(m.Auth(c.pub, sig, "x", b"not a token"))

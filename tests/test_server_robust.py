@@ -175,9 +175,9 @@ async def test_garbage_moves_are_refused_and_the_match_plays_on(
     await bb.play(until=lambda msg: isinstance(msg, m.GameStart))
     assert await refused(a, m.CoSign(mid, b"h", b"s")) == ErrorCode.WRONG_PHASE
     for junk in ({}, {"cells": 1, "ships": []}, {"cells": [None], "ships": [{}]}):
-        await refused(a, m.Commit(mid, 1, junk))
+        await refused(a, m.Commit(mid, 1, junk, bytes(64)))
     for fleet in ((1, "x", None), ([0, 0, "no"],), ([[], {}],), ([99, 99, True],) * 70):
-        await refused(a, m.Place(mid, 1, fleet, bytes(32)))
+        await refused(a, m.Place(mid, 1, fleet, bytes(32), bytes(64)))
     verdicts: list[dict[str, Any]] = [
         {},
         {"n": "1", "results": [], "sunk": None},
@@ -190,8 +190,8 @@ async def test_garbage_moves_are_refused_and_the_match_plays_on(
 
     # The match is none the worse: both commit and play it out.
     assert ba.committed is not None and bb.committed is not None
-    await a.send(m.Commit(mid, 1, ba.committed.commitment.to_dict()))
-    await b.send(m.Commit(mid, 1, bb.committed.commitment.to_dict()))
+    await a.send(m.Commit(mid, 1, ba.committed.commitment.to_dict(), ba.committed.seat_sig(a.key)))
+    await b.send(m.Commit(mid, 1, bb.committed.commitment.to_dict(), bb.committed.seat_sig(b.key)))
     ba.errors.clear()
 
     async def answer_with_junk_first(msg: m.ShotCalled) -> None:

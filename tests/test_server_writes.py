@@ -11,7 +11,7 @@ from pathlib import Path
 import trio
 import trio.testing
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from helpers import SMALL, Bot, pair, play_both, start_server
+from helpers import SMALL, Bot, pair, place_msg, play_both, player_id, player_key, start_server
 from seabattle.protocol import messages as m
 from seabattle.protocol.codec import FrameDecoder, encode_frame
 from seabattle.protocol.commit import Committed
@@ -149,7 +149,7 @@ async def _match(
 ) -> tuple[Lobby, _CorkPeer, _CorkPeer, bytes]:
     """A classic match in ``mode`` between two corkable peers whose writes go to ``log``."""
     lobby = Lobby(store, Ed25519PrivateKey.generate(), nursery, Limits())
-    a, b = _CorkPeer("a" * 64, log), _CorkPeer("b" * 64, log)
+    a, b = _CorkPeer(player_id("a"), log), _CorkPeer(player_id("b"), log)
     for p in (a, b):
         await store.upsert_player(p.player, p.name, 0)
     await lobby.request(a, m.Create(1, {"preset": "classic"}, mode, True))
@@ -168,9 +168,10 @@ async def test_a_custody_shot_is_one_write_per_player_the_shooter_first(
         ref = lobby.running[mid]
         rules = rules_from_dict({"preset": "classic"})
         rng = random.Random(7)
-        for p in (a, b):
+        for seat, (p, tag) in enumerate(((a, "a"), (b, "b"))):
             fleet = random_fleet(rules, rng).to_list()
-            await lobby.game_message(p, m.Place(mid, 1, tuple(fleet), secrets.token_bytes(32)))
+            msg = place_msg(mid, 1, fleet, secrets.token_bytes(32), seat, rules, tag)
+            await lobby.game_message(p, msg)
         await trio.testing.wait_all_tasks_blocked()
         labels = [f"{col}{row}" for row in range(1, 11) for col in "ABCDEFGHIJ"]
         unfired = {a.player: iter(labels), b.player: iter(labels)}
@@ -207,7 +208,8 @@ async def test_a_blind_shot_reaches_the_defender_first_and_its_verdict_the_shoot
         for seat, p in enumerate((a, b)):
             c = Committed(rules, random_fleet(rules, rng), secrets.token_bytes(32), mid, 1, seat)
             defenders[p.player] = Defender(c)
-            await lobby.game_message(p, m.Commit(mid, 1, c.commitment.to_dict()))
+            sig = c.seat_sig(player_key("ab"[seat]))
+            await lobby.game_message(p, m.Commit(mid, 1, c.commitment.to_dict(), sig))
         g = ref.game
         assert g is not None and g.turn is not None
         shooter, defender = (a, b)[g.turn], (a, b)[1 - g.turn]

@@ -23,10 +23,10 @@ def _pub(k: Ed25519PrivateKey) -> bytes:
 def handshake() -> tuple[Connection, Connection]:
     client, server = Connection(Role.CLIENT), Connection(Role.SERVER)
     skey, ckey = Ed25519PrivateKey.generate(), Ed25519PrivateKey.generate()
-    (hello,) = server.receive_data(client.send(m.Hello((1,), "test", ())))
+    (hello,) = server.receive_data(client.send(m.Hello((2,), "test", ())))
     assert isinstance(hello, m.Hello)
     challenge = b"c" * 32
-    welcome = m.Welcome(1, (), _pub(skey), challenge, True)
+    welcome = m.Welcome(2, (), _pub(skey), challenge, True)
     (w,) = client.receive_data(server.send(welcome))
     assert w == welcome
     sig = ckey.sign(auth_payload(challenge, _pub(skey), _pub(ckey)))
@@ -58,7 +58,7 @@ def test_message_before_handshake_is_refused_and_session_goes_on() -> None:
     rogue, _ = handshake()
     (err,) = server.receive_data(rogue.send(m.ListMatches(1)))
     assert isinstance(err, RemoteProtocolError) and err.code is ErrorCode.HANDSHAKE_REQUIRED
-    (hello,) = server.receive_data(client.send(m.Hello((1,), "late", ())))
+    (hello,) = server.receive_data(client.send(m.Hello((2,), "late", ())))
     assert isinstance(hello, m.Hello) and server.state is State.WELCOME
 
 
@@ -138,7 +138,7 @@ def test_frame_limits_can_be_overridden() -> None:
     both = Connection(Role.SERVER, max_frame=4096)
     assert (both.max_recv, both.max_send) == (4096, 4096)
     with pytest.raises(LocalProtocolError) as e:
-        Connection(Role.CLIENT, max_send=100).send(m.Hello((1,), "x" * 200, ()))
+        Connection(Role.CLIENT, max_send=100).send(m.Hello((2,), "x" * 200, ()))
     assert e.value.code == ErrorCode.FRAME_TOO_LARGE
 
 
@@ -151,8 +151,8 @@ def peer_handshake(
     """(host, joiner) after a handshake whose hello offers ``offered``, welcome lists ``listed``."""
     host, joiner = Connection(Role.SERVER, 65536), Connection(Role.CLIENT, 65536)
     hkey, jkey = Ed25519PrivateKey.generate(), Ed25519PrivateKey.generate()
-    host.receive_data(joiner.send(m.Hello((1,), "test", offered)))
-    joiner.receive_data(host.send(m.Welcome(1, listed, _pub(hkey), b"c" * 32, True)))
+    host.receive_data(joiner.send(m.Hello((2,), "test", offered)))
+    joiner.receive_data(host.send(m.Welcome(2, listed, _pub(hkey), b"c" * 32, True)))
     sig = jkey.sign(auth_payload(b"c" * 32, _pub(hkey), _pub(jkey)))
     host.receive_data(joiner.send(m.Auth(_pub(jkey), sig, "joiner", None)))
     joiner.receive_data(host.send(m.Authed(_pub(jkey).hex(), b"")))
@@ -161,7 +161,7 @@ def peer_handshake(
 
 
 PEER_GAME = [
-    m.Commit(b"m" * 16, 1, {"root": b"r" * 32}),
+    m.Commit(b"m" * 16, 1, {"root": b"r" * 32}, bytes(64)),
     m.Coin(b"m" * 16, 1, b"h" * 32, None),
     m.Fire(b"m" * 16, 1, ("A1",), 0, 1),
     m.Radar(b"m" * 16, 1, "B2", 0, 2),
@@ -212,8 +212,8 @@ def test_peer_is_agreed_only_when_hello_offers_it_and_welcome_lists_it(
 
 def test_game_messages_wait_for_the_end_of_a_peer_handshake() -> None:
     host, joiner = Connection(Role.SERVER), Connection(Role.CLIENT)
-    host.receive_data(joiner.send(m.Hello((1,), "test", ("peer",))))
-    joiner.receive_data(host.send(m.Welcome(1, ("peer",), b"k" * 32, b"c" * 32, True)))
+    host.receive_data(joiner.send(m.Hello((2,), "test", ("peer",))))
+    joiner.receive_data(host.send(m.Welcome(2, ("peer",), b"k" * 32, b"c" * 32, True)))
     rogue, _ = peer_handshake()
     (err,) = joiner.receive_data(rogue.send(PEER_GAME[0]))
     assert isinstance(err, RemoteProtocolError) and err.code is ErrorCode.HANDSHAKE_REQUIRED
@@ -222,7 +222,7 @@ def test_game_messages_wait_for_the_end_of_a_peer_handshake() -> None:
 def test_a_message_too_large_to_send_leaves_the_handshake_where_it_was() -> None:
     client = Connection(Role.CLIENT, max_send=100)
     with pytest.raises(LocalProtocolError):
-        client.send(m.Hello((1,), "x" * 200, ()))
+        client.send(m.Hello((2,), "x" * 200, ()))
     assert client.state is State.HELLO
-    client.send(m.Hello((1,), "x", ()))
+    client.send(m.Hello((2,), "x", ()))
     assert client.state is State.WELCOME

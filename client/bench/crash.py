@@ -112,7 +112,7 @@ class Player:
         except OSError:
             raise _Gone from None
         pub = self.key.public_key().public_bytes_raw()
-        await link.send(m.Hello((1,), "crash", caps))
+        await link.send(m.Hello((2,), "crash", caps))
         w = await link.recv()
         assert isinstance(w, m.Welcome), w
         sig = self.key.sign(auth_payload(w.challenge, w.server, pub))
@@ -151,9 +151,12 @@ class Player:
         self.defender = Defender(self.committed)
         self.fired = set()
         if self.mode == "blind":
-            await link.send(m.Commit(self.match, self.game, self.committed.commitment.to_dict()))
+            commitment = self.committed.commitment.to_dict()
+            sig = self.committed.seat_sig(self.key)
+            await link.send(m.Commit(self.match, self.game, commitment, sig))
         else:
-            await link.send(m.Place(self.match, self.game, tuple(fleet.to_list()), secret))
+            sig = self.committed.seat_sig(self.key)
+            await link.send(m.Place(self.match, self.game, tuple(fleet.to_list()), secret, sig))
 
     async def play(self, link: _Link) -> None:
         """Play on this connection until the match is over (or the connection goes)."""

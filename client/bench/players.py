@@ -234,7 +234,7 @@ class _Player(_Shooter):
     async def connect(self, addr: tuple[str, int], name: str) -> None:
         self.stream = await trio.open_tcp_stream(*addr)
         self.sock = direct(self.stream)
-        await self.send(m.Hello((1,), "seabattle-bench", ()))
+        await self.send(m.Hello((2,), "seabattle-bench", ()))
         w = await self.recv_until(m.Welcome)
         assert isinstance(w, m.Welcome)
         pub = self.key.public_key().public_bytes_raw()
@@ -289,10 +289,11 @@ class _Player(_Shooter):
             secret = self.rng.randbytes(32)
             c = Committed(run.rules, fleet, secret, self.match, msg.game, self.seat)
             self.committed, self.defender = c, Defender(c)
+            sig = c.seat_sig(self.key)
             if run.scenario.mode == "blind":
-                await self.send(m.Commit(self.match, msg.game, c.commitment.to_dict()))
+                await self.send(m.Commit(self.match, msg.game, c.commitment.to_dict(), sig))
             else:
-                await self.send(m.Place(self.match, msg.game, tuple(fleet.to_list()), secret))
+                await self.send(m.Place(self.match, msg.game, tuple(fleet.to_list()), secret, sig))
         elif isinstance(msg, m.Start):
             self.match, self.seat = msg.match, msg.seat
         elif isinstance(msg, m.RevealNow):

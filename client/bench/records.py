@@ -19,6 +19,7 @@ from typing import Any
 import msgpack
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.protocol import messages as m
+from seabattle.protocol.commit import Committed
 from seabattle.protocol.fleet import random_fleet
 from seabattle.protocol.grid import Cell
 from seabattle.protocol.record import build_record, seal, verify_record
@@ -44,8 +45,9 @@ def local_record(rules: RuleSet, seed: int) -> dict[str, Any]:
         g = ref.game
         assert g is not None
         for seat in (0, 1):
-            fleet = tuple(random_fleet(rules, rng).to_list())
-            ref.receive(seat, m.Place(mid, g.number, fleet, rng.randbytes(32)), 0.0)
+            fleet, secret = random_fleet(rules, rng), rng.randbytes(32)
+            sig = Committed(rules, fleet, secret, mid, g.number, seat).seat_sig(keys[seat])
+            ref.receive(seat, m.Place(mid, g.number, tuple(fleet.to_list()), secret, sig), 0.0)
         while g.turn is not None:
             s = g.turn
             b = g.boards[1 - s]

@@ -9,6 +9,7 @@ imports the case modules in a fixed order, which is the order the cases run and 
 from __future__ import annotations
 
 from seabattle.protocol import messages as m
+from seabattle.protocol.commit import PROTOCOL_VERSION
 from seabattle.protocol.errors import ErrorCode
 
 from .probe import AGENT, describe
@@ -46,7 +47,7 @@ async def _handshake_required(s: Suite, t: Trace) -> None:
 )
 async def _handshake_twice(s: Suite, t: Trace) -> None:
     p = await s.player(t, "C")
-    await p.send(m.Hello((1,), AGENT, ()))
+    await p.send(m.Hello((2,), AGENT, ()))
     await p.expect_error(ErrorCode.UNEXPECTED_MESSAGE)
     await p.alive()
 
@@ -57,13 +58,16 @@ async def _handshake_twice(s: Suite, t: Trace) -> None:
     "Version choice and capabilities",
     "The server MUST choose the highest version that both speak [...] `welcome.caps` [...] MUST be "
     "a subset of `hello.caps`.",
-    "welcome{version: 1, caps within hello.caps, server: 32 bytes, challenge: 32 bytes}",
+    f"welcome{{version: {PROTOCOL_VERSION}, caps within hello.caps, server: 32 bytes, "
+    "challenge: 32 bytes}",
 )
 async def _version(s: Suite, t: Trace) -> None:
     p = await s.connect(t, "C")
-    w = await p.hello(versions=(1, 1000), caps=("x-conformance",))
-    if w.version != 1:
-        raise CaseFailed(f"welcome.version is {w.version}; 1 is the highest both speak")
+    w = await p.hello(versions=(PROTOCOL_VERSION, 1000), caps=("x-conformance",))
+    if w.version != PROTOCOL_VERSION:
+        raise CaseFailed(
+            f"welcome.version is {w.version}; {PROTOCOL_VERSION} is the highest both speak"
+        )
     if not set(w.caps) <= {"x-conformance"}:
         raise CaseFailed(f"welcome.caps {list(w.caps)} is not a subset of hello.caps")
     if len(w.server) != 32 or len(w.challenge) != 32:
@@ -88,7 +92,7 @@ async def _unsupported(s: Suite, t: Trace) -> None:
     # The server MAY fail the session; if it does not, it is still in state hello.
     msg: m.Message | None = None
     try:
-        await p.send(m.Hello((1,), AGENT, ()))
+        await p.send(m.Hello((2,), AGENT, ()))
         msg = await p.recv(timeout=3)
     except CaseFailed:
         msg = None

@@ -17,7 +17,7 @@ from seabattle.protocol.commit import Commitment, Committed, context
 from seabattle.protocol.errors import ErrorCode, RemoteProtocolError
 from seabattle.protocol.grid import Cell
 from seabattle.protocol.rules import RuleSet
-from seabattle.protocol.session import auth_payload
+from seabattle.protocol.session import SUPPORTED_VERSIONS, auth_payload
 from seabattle.protocol.verdict import Defender
 
 from .results import CaseFailed, Trace
@@ -209,7 +209,9 @@ class Probe:
         """Nothing but noise arrives before the answer to a ping (the server handles in order)."""
         await self.alive()
 
-    async def hello(self, versions: Sequence[int] = (1,), caps: Sequence[str] = ()) -> m.Welcome:
+    async def hello(
+        self, versions: Sequence[int] = SUPPORTED_VERSIONS, caps: Sequence[str] = ()
+    ) -> m.Welcome:
         """Send ``hello`` and return the ``welcome``."""
         await self.send(m.Hello(tuple(versions), AGENT, tuple(caps)))
         w = await self.expect(m.Welcome)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 from seabattle.protocol import messages as m
-from seabattle.protocol.commit import Committed
+from seabattle.protocol.commit import Committed, sign_seat
 from seabattle.protocol.errors import ErrorCode
 from seabattle.protocol.fleet import random_fleet
 from seabattle.protocol.verdict import Shot
@@ -108,13 +108,14 @@ async def _routing(s: Suite, t: Trace) -> None:
     await stranger.expect_error(ErrorCode.NOT_ALLOWED, seq)
     rules = tb.rules
     c = Committed(rules, random_fleet(rules, s.rng), os.urandom(32), tb.match, 1, 0)
-    await p0.send(m.Place(tb.match, 2, tuple(c.fleet.to_list()), c.secret))
+    sig = sign_seat(p0.key, c.ctx, c.root)
+    await p0.send(m.Place(tb.match, 2, tuple(c.fleet.to_list()), c.secret, sig))
     await p0.expect_error(ErrorCode.WRONG_PHASE, None)
-    await p0.send(m.Commit(tb.match, 1, c.commitment.to_dict()))
+    await p0.send(m.Commit(tb.match, 1, c.commitment.to_dict(), sig))
     await p0.expect_error(ErrorCode.UNEXPECTED_MESSAGE, None)
     await p0.send(m.Coin(tb.match, 1, os.urandom(32), None))
     await p0.expect_error(ErrorCode.UNEXPECTED_MESSAGE, None)
-    await p0.send(m.Place(tb.match, 1, tuple(c.fleet.to_list()), c.secret[:31]))
+    await p0.send(m.Place(tb.match, 1, tuple(c.fleet.to_list()), c.secret[:31], sig))
     await p0.expect_error(ErrorCode.BAD_MESSAGE, None)
     t.expect("nothing changed: the other seat saw no committed")
     await tb.seats[1].quiet()
@@ -166,7 +167,7 @@ async def _custody(s: Suite, t: Trace) -> None:
     if tb.mode != "custody":
         raise NotImplementedCase("custody mode")
     p0 = tb.seats[0]
-    await p0.send(m.Place(tb.match, 1, ([0, 0, False], [0, 0, False]), os.urandom(32)))
+    await p0.send(m.Place(tb.match, 1, ([0, 0, False], [0, 0, False]), os.urandom(32), bytes(64)))
     await p0.expect_error(ErrorCode.ILLEGAL_FLEET, None)
     await s.commit_both(tb, t)
     targets = [tb.ship_cells(1), tb.ship_cells(0)]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.protocol import messages as m
 from seabattle.protocol.canonical import canonical_pack
-from seabattle.protocol.commit import Committed
+from seabattle.protocol.commit import PROTOCOL_VERSION, Committed, sign_seat
 from seabattle.protocol.errors import ErrorCode
 from seabattle.protocol.fleet import random_fleet
 from seabattle.protocol.verdict import Shot, Verdict
@@ -206,7 +206,8 @@ async def _heartbeat(stage: Stage, t: Trace) -> None:
     await r.alive(21)
     key = Ed25519PrivateKey.generate()
     challenge = secrets.token_bytes(32)
-    await r.send(m.Welcome(1, (), key.public_key().public_bytes_raw(), challenge, True))
+    pub = key.public_key().public_bytes_raw()
+    await r.send(m.Welcome(PROTOCOL_VERSION, (), pub, challenge, True))
     auth = await r.expect(m.Auth)
     assert isinstance(auth, m.Auth)
     await r.send(m.Authed(auth.key.hex(), secrets.token_bytes(24)))
@@ -409,7 +410,8 @@ async def _bad_nonce(stage: Stage, t: Trace) -> None:
         g.number,
         0,
     )
-    await host.r.send(m.Commit(ref.match_id, g.number, mine.commitment.to_dict()))
+    sig = sign_seat(host.key, mine.ctx, mine.root)
+    await host.r.send(m.Commit(ref.match_id, g.number, mine.commitment.to_dict(), sig))
     await host.r.expect(m.Commit)
     with contextlib.suppress(CaseFailed):  # a joiner may stop before it sends its nonce
         await host._coin(ref.match_id, g.number)

@@ -20,7 +20,13 @@ import trio
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from seabattle.protocol import messages as m
-from seabattle.protocol.commit import Committed, coin_commit, coin_result
+from seabattle.protocol.commit import (
+    PROTOCOL_VERSION,
+    Committed,
+    coin_commit,
+    coin_result,
+    sign_seat,
+)
 from seabattle.protocol.errors import ErrorCode, ProtocolError, RemoteProtocolError
 from seabattle.protocol.fleet import random_fleet
 from seabattle.protocol.game import Game, Phase
@@ -54,14 +60,18 @@ def _verifies(key: bytes, sig: bytes, data: bytes) -> bool:
 
 
 async def handshake(
-    r: Remote, key: Ed25519PrivateKey, *, peer: bool = False, version: int = 1
+    r: Remote, key: Ed25519PrivateKey, *, peer: bool = False, version: int = PROTOCOL_VERSION
 ) -> m.Auth:
     """Play the server's side of 5.6 step 1 and check the client's part of it (4.1 to 4.3)."""
-    r.trace.expect("hello{versions with 1}, then auth signed over the payload of 4.3")
+    r.trace.expect(
+        f"hello{{versions with {PROTOCOL_VERSION}}}, then auth signed over the payload of 4.3"
+    )
     hello = await r.expect(m.Hello)
     assert isinstance(hello, m.Hello)
-    if 1 not in hello.versions:
-        raise NotImplementedCase(f"the client offers versions {list(hello.versions)}, not 1")
+    if PROTOCOL_VERSION not in hello.versions:
+        raise NotImplementedCase(
+            f"the client offers versions {list(hello.versions)}, not {PROTOCOL_VERSION}"
+        )
     if peer and "peer" not in hello.caps:
         raise CaseFailed("a joining peer offers the capability peer in hello.caps (6.7 step 1)")
     pub = key.public_key().public_bytes_raw()
@@ -140,7 +150,8 @@ class RefereedMatch:
             data["invite"] = "CONFORM2"
         await self.r.send(m.Ok(msg.id, data))
         self.seat = self.rng.randrange(2)
-        opp = Ed25519PrivateKey.generate().public_key().public_bytes_raw()
+        self._opp_key = Ed25519PrivateKey.generate()
+        opp = self._opp_key.public_key().public_bytes_raw()
         keys = [self.client_key, opp] if self.seat == 0 else [opp, self.client_key]
         self.ref = Referee(
             match_id=mid,
@@ -203,9 +214,10 @@ class RefereedMatch:
             fleet = random_fleet(ref.rules, self.rng)
             self._opp = c = Committed(ref.rules, fleet, os.urandom(32), ref.match_id, msg.game, me)
             self._defender = Defender(c)
+            sig = sign_seat(self._opp_key, c.ctx, c.root)
             if ref.mode == "custody":
-                return m.Place(ref.match_id, msg.game, tuple(fleet.to_list()), c.secret)
-            return m.Commit(ref.match_id, msg.game, c.commitment.to_dict())
+                return m.Place(ref.match_id, msg.game, tuple(fleet.to_list()), c.secret, sig)
+            return m.Commit(ref.match_id, msg.game, c.commitment.to_dict(), sig)
         nxt = getattr(msg, "next", None) if isinstance(msg, m.VerdictMsg | m.ShotLost) else None
         if isinstance(msg, m.Firing):
             nxt = msg.first
@@ -314,7 +326,7 @@ class PeerHost:
         rules, mid, n = ref.rules, ref.match_id, g.number
         mine = Committed(rules, random_fleet(rules, self.rng), os.urandom(32), mid, n, 0)
         defender = Defender(mine)
-        ours = m.Commit(mid, n, mine.commitment.to_dict())
+        ours = m.Commit(mid, n, mine.commitment.to_dict(), sign_seat(self.key, mine.ctx, mine.root))
         await self.r.send(ours)
         self.trace.expect("commit under seat 1's context (6.7 step 3)")
         theirs = await self.r.expect(m.Commit)

@@ -13,7 +13,7 @@ from typing import Any
 
 import trio
 from seabattle.protocol import messages as m
-from seabattle.protocol.commit import CellOpening, Commitment, Committed, ShipOpening
+from seabattle.protocol.commit import CellOpening, Commitment, Committed, ShipOpening, sign_seat
 from seabattle.protocol.errors import ProtocolError
 from seabattle.protocol.fleet import random_fleet
 from seabattle.protocol.grid import Cell
@@ -115,10 +115,11 @@ class Suite:
         t.defenders = [Defender(c) for c in t.committed]
         for s, p in enumerate(t.seats):
             c = t.committed[s]
+            sig = sign_seat(p.key, c.ctx, c.root)
             if t.mode == "blind":
-                await p.send(m.Commit(t.match, 1, c.commitment.to_dict()))
+                await p.send(m.Commit(t.match, 1, c.commitment.to_dict(), sig))
             else:
-                await p.send(m.Place(t.match, 1, tuple(c.fleet.to_list()), c.secret))
+                await p.send(m.Place(t.match, 1, tuple(c.fleet.to_list()), c.secret, sig))
         trace.expect("committed for each seat, then firing{first, commitments} (section 8.3)")
         for s, p in enumerate(t.seats):
             roots: dict[int, bytes] = {}
