@@ -57,7 +57,10 @@ __all__ = ["RULES", "referee"]
 MID = bytes(range(16))
 #: The seats' players: real keys, since every commitment carries its player's seat signature.
 KEYS = tuple(Ed25519PrivateKey.from_private_bytes(bytes([n]) * 32) for n in (1, 2))
-PLAYERS = tuple(k.public_key().public_bytes_raw().hex() for k in KEYS)
+PLAYERS = (
+    KEYS[0].public_key().public_bytes_raw().hex(),
+    KEYS[1].public_key().public_bytes_raw().hex(),
+)
 SECRETS = (bytes([1]) * 32, bytes([2]) * 32)
 _CLASSIC = preset("classic")
 

@@ -26,6 +26,7 @@ from seabattle.protocol.codec import FrameDecoder
 from seabattle.protocol.errors import FAILS_SESSION, ErrorCode, RemoteProtocolError
 from seabattle.protocol.session import (
     MAX_S2C_FRAME,
+    SUPPORTED_VERSIONS,
     Connection,
     Role,
     State,
@@ -135,7 +136,7 @@ def _serve(conn: Connection, item: m.Message | RemoteProtocolError, ready: bool)
     if isinstance(item, m.Hello):
         assert _at(conn) is State.WELCOME
         caps = ("peer",) if "peer" in item.caps else ()
-        conn.send(m.Welcome(2, caps, _SERVER_PUB, _CHALLENGE, True))
+        conn.send(m.Welcome(SUPPORTED_VERSIONS[-1], caps, _SERVER_PUB, _CHALLENGE, True))
         assert _at(conn) is State.AUTH
     elif isinstance(item, m.Auth):
         assert _at(conn) is State.AUTHED
@@ -166,7 +167,7 @@ def handshake(data: bytes) -> None:
             if kind == 0:
                 wire = d.blob(80)
             elif kind <= 2:
-                hello = build(m.Hello, d, versions=(2,), agent="fuzz", caps=("peer",))
+                hello = build(m.Hello, d, versions=SUPPORTED_VERSIONS, agent="fuzz", caps=("peer",))
                 wire = m.frame(hello)
             elif kind <= 4:
                 wire = m.frame(_auth(d))
