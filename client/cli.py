@@ -6,9 +6,10 @@ failure (a record that does not verify, a lost connection), 2 a usage error (cli
 
 This module holds the group and ``rules``; the other commands live beside it, by what they do:
 :mod:`.cli_serve` (``serve``, ``demo``), :mod:`.cli_play` (``bot``, ``play``), :mod:`.cli_peer`
-(``host``, ``join``), :mod:`.cli_records` (``verify``), :mod:`.cli_keys` (``keys``) and
-:mod:`.show` (``show``), sharing :mod:`.cli_common`. Their heavier imports (the server above
-all) stay inside the commands.
+(``host``, ``join``), :mod:`.cli_records` (``verify``), :mod:`.cli_keys` (``keys``),
+:mod:`.cli_lobby` (``watch``, ``ladder``, ``matches``, ``record``) and :mod:`.show` (``show``),
+sharing :mod:`.cli_common`. Their heavier imports (the server above all) stay inside the
+commands.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from seabattle.protocol.rules import PRESETS, BadRules, preset
 
 from .cli_common import console
 from .cli_keys import keys
+from .cli_lobby import ladder, matches, record, watch
 from .cli_peer import host_cmd, join_cmd
 from .cli_play import _bot_server as _bot_server  # re-exported: tests drive it directly
 from .cli_play import bot, play
@@ -85,7 +87,21 @@ def rules(name: str | None, as_json: bool) -> None:
     console.print(table)
 
 
-for _command in (serve, verify, show, bot, host_cmd, join_cmd, play, demo, keys):
+for _command in (
+    serve,
+    verify,
+    show,
+    bot,
+    host_cmd,
+    join_cmd,
+    play,
+    demo,
+    keys,
+    watch,
+    ladder,
+    matches,
+    record,
+):
     main.add_command(_command)
 
 

@@ -28,6 +28,7 @@ from .placement import PLACEMENTS
 
 if TYPE_CHECKING:
     from .botplay import BotResult
+    from .match import MatchHandle
 
 __all__ = ["bot", "play"]
 
@@ -233,7 +234,20 @@ def bot(
 @connection_options
 @click.option("--rules", "rules_", default="classic", show_default=True, help="Preset or JSON.")
 @click.option("--mode", type=click.Choice(["blind", "custody"]), default="blind")
-@click.option("--invite", default=None, help="Join this invitation (or match id) instead.")
+@click.option("--invite", is_flag=True, help="Open a private match and print its invitation code.")
+@click.option(
+    "--join",
+    "join_code",
+    default=None,
+    metavar="CODE",
+    help="Join this invitation code (or match id) instead of a quick match.",
+)
+@click.option(
+    "--save",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="Save the signed record of the match to this file when it ends (and verify it).",
+)
 @click.option("--key", default=None, help="Identity key file (a guest key if omitted).")
 @click.option("--name", default="player", show_default=True)
 @_PLACEMENT
@@ -244,17 +258,30 @@ def play(
     server_key: str | None,
     rules_: str,
     mode: str,
-    invite: str | None,
+    invite: bool,
+    join_code: str | None,
+    save: str | None,
     key: str | None,
     name: str,
     placement: str,
 ) -> None:
-    """Play one match by hand on a server: rich grids, typed coordinates."""
+    """Play one match by hand on a server: rich grids, typed coordinates. A quick match, or a
+    private one: --invite prints the code that the opponent's --join takes."""
     from seabattle.client.human import play_server
 
+    from .cli_lobby import save_record, summary
+
+    if invite and join_code is not None:
+        raise click.UsageError("--invite opens a match and --join takes one: give one of them")
+    if save is not None and not Path(save).resolve().parent.is_dir():
+        raise click.BadParameter(f"no directory for {save!r}", param_hint="--save")
     conn = Conn(server, tls, ca, server_key)
     h, p = conn.hostport
     rules = _rules_map(_rules_arg(rules_))
+
+    async def keep(match: MatchHandle) -> None:
+        assert save is not None
+        click.echo(summary(await save_record(match.client, match.id, Path(save))))
 
     async def run() -> None:
         # A first handshake on its own: what refuses it (TLS, a pinned key, a closed server) is
@@ -270,9 +297,11 @@ def play(
             key=key,
             name=name,
             console=console,
-            invite=invite,
+            invite=join_code,
             stream=stream,
             placement=placement,
+            create=invite,
+            at_end=None if save is None else keep,
         )
 
     run_client(conn, run)

@@ -340,18 +340,26 @@ async def play_server(
     read: LineReader | None = None,
     stream: trio.abc.Stream | None = None,
     placement: str = "uniform",
+    create: bool = False,
+    at_end: Callable[[MatchHandle], Awaitable[None]] | None = None,
 ) -> bool | None:
     """Play one match on a server by hand (quick match, or join ``invite``); did we win?
 
     ``read`` replaces standard input and ``stream`` the TCP connection (tests drive both);
     ``placement`` is the strategy the placing command ``random`` uses (``placement.PLACEMENTS``).
+    ``create``: open a private match and say its invitation code. ``at_end`` runs on the match
+    once it has ended, before the connection closes (``play --save`` fetches the record there).
     """
     from .api import connect
 
     ui = TerminalUI(console, read, placement=placement)
     async with connect(host, port, key=key, name=name, stream=stream) as client:
         ui.say(f"connected as {client.player[:16]}...; waiting for an opponent")
-        match = await (client.join(invite) if invite else client.quick(rules, mode))
+        if create:
+            match, code = await client.create(rules, mode, public=False)
+            ui.say(f"invitation code {code}: your opponent runs seabattle play --join {code}")
+        else:
+            match = await (client.join(invite) if invite else client.quick(rules, mode))
         await match.wait_started()
         assert match.rules is not None
         ui.say(f"match {match.id.hex()}: you are seat {match.seat}, {match.mode} mode", "bold")
@@ -366,5 +374,7 @@ async def play_server(
             return False
         if match.result is None:
             ui.say("the connection closed before the match ended", "red")
+        elif at_end is not None:
+            await at_end(match)
     w = match.result.get("winner") if match.result is not None else None
     return None if w is None else w == match.seat

@@ -1,0 +1,375 @@
+"""``seabattle watch``, ``ladder``, ``matches`` and ``record fetch``: what a server shows anyone.
+
+Each is a thin shell over one request of the scripting API (:meth:`Client.watch`,
+:meth:`~Client.ladder`, :meth:`~Client.list`, :meth:`~Client.get_record`) on a connection opened
+by :func:`.cli_common.open_client`; a refusal (an unknown match, a private one) is one line on
+stderr and exit status 1, as is anything :func:`.cli_common.run_client` catches.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+from rich.table import Table
+from seabattle.protocol import messages as m
+
+from .cli_common import Conn, connection_options, console, open_client, run_client
+
+if TYPE_CHECKING:
+    from .api import Client
+
+__all__ = ["ladder", "matches", "record", "save_record", "watch"]
+
+
+def _match_id(value: str) -> bytes:
+    """A match id as the commands take it: 32 hex digits."""
+    try:
+        raw = bytes.fromhex(value)
+    except ValueError:
+        raw = b""
+    if len(raw) != 16:
+        raise click.BadParameter(f"{value!r} is not a match id (32 hex digits)")
+    return raw
+
+
+def _run(
+    server: str,
+    tls: bool,
+    ca: str | None,
+    server_key: str | None,
+    key: str | None,
+    body: Callable[[Client], Awaitable[None]],
+) -> None:
+    """``body(client)`` on a connection to ``server``; a refused request is one line."""
+    from seabattle.client.wire import RequestFailed
+
+    conn = Conn(server, tls, ca, server_key)
+    conn.hostport  # noqa: B018 - a bad HOST:PORT is a usage error before anything connects
+
+    async def run() -> None:
+        async with open_client(conn, key=key, name="seabattle", reconnect_for=0) as client:
+            try:
+                await body(client)
+            except RequestFailed as e:
+                raise click.ClickException(f"{server} refused: {e}") from None
+
+    run_client(conn, run)
+
+
+_SERVER = click.option("--server", required=True, help="HOST:PORT of a server.")
+_KEY = click.option("--key", default=None, help="Identity key file (a guest key if omitted).")
+_JSON = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+
+
+def _plain(v: Any) -> Any:
+    """``v`` as JSON-ready values: byte strings in hex, tuples as lists."""
+    if isinstance(v, bytes):
+        return v.hex()
+    if isinstance(v, dict):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_plain(x) for x in v]
+    return v
+
+
+# ================================================================================================
+# watch
+# ================================================================================================
+
+
+def _event_json(msg: m.Message) -> dict[str, Any]:
+    out = _plain(m.encode(msg))
+    # The commitments (a leaf per cell) let a player check openings; to a reader of the stream
+    # they are thousands of digests that say nothing.
+    out.pop("commitments", None)
+    if isinstance(out.get("view"), dict):
+        out["view"].pop("commitments", None)
+    return dict(out)
+
+
+class _Narrator:
+    """One line of text per public event, in the terms of the match's rules when known."""
+
+    def __init__(self) -> None:
+        self.rules: Any = None  # a RuleSet, once the snapshot has named it
+        self.players: list[str] = []
+
+    def seat(self, s: int | None) -> str:
+        if s is None:
+            return "-"
+        if len(self.players) == 2:
+            return f"seat {s} ({self.players[s][:8]})"
+        return f"seat {s}"
+
+    def line(self, msg: m.Message) -> str:
+        g = f"game {getattr(msg, 'game', '?')}: "
+        if isinstance(msg, m.Snapshot):
+            return self._snapshot(msg)
+        if isinstance(msg, m.GameStart):
+            return f"{g}begins, {self.seat(msg.first)} fires first"
+        if isinstance(msg, m.Committed):
+            return f"{g}{self.seat(msg.seat)} committed its fleet"
+        if isinstance(msg, m.Firing):
+            return f"{g}both fleets committed, {self.seat(msg.first)} fires first"
+        if isinstance(msg, m.Clock):
+            who = "" if msg.seat is None else f" for {self.seat(msg.seat)}"
+            return f"{g}{msg.kind} clock, {msg.seconds} s{who}"
+        if isinstance(msg, m.ShotCalled):
+            what = "radar at" if msg.radar else "fires at"
+            return f"{g}shot {msg.n}: {self.seat(msg.seat)} {what} {' '.join(msg.cells)}"
+        if isinstance(msg, m.VerdictMsg):
+            nxt = "firing is over" if msg.next is None else f"{self.seat(msg.next)} next"
+            return f"{g}shot {msg.n}: {self._verdict(msg)}; {nxt}"
+        if isinstance(msg, m.ShotLost):
+            return f"{g}{self.seat(msg.seat)} lost its shot ({msg.why}); {self.seat(msg.next)} next"
+        if isinstance(msg, m.RevealNow):
+            return f"{g}a fleet is sunk ({self.seat(msg.winner)} wins): both fleets are revealed"
+        if isinstance(msg, m.Revealed):
+            fault = f": {msg.fault}" if msg.fault else ", checked"
+            return f"{g}{self.seat(msg.seat)} revealed its fleet{fault}"
+        if isinstance(msg, m.GameOver):
+            o = msg.outcome
+            return f"{g}over, winner {self.seat(o.get('winner'))} ({o.get('reason')})"
+        if isinstance(msg, m.MatchOver):
+            return self._match_over(msg)
+        return f"{msg.TAG}"
+
+    def _snapshot(self, msg: m.Snapshot) -> str:
+        from seabattle.protocol.rules import BadRules, rules_from_dict
+
+        v = msg.view
+        players = v.get("players")
+        if isinstance(players, list) and len(players) == 2:
+            self.players = [str(p) for p in players]
+        rules = v.get("rules")
+        try:
+            self.rules = rules_from_dict(rules) if isinstance(rules, dict) else None
+        except BadRules:
+            self.rules = None
+        name = self.rules.name if self.rules is not None else "unknown rules"
+        parts = [f"watching match {msg.match.hex()}: {name}, {v.get('mode', '?')} mode"]
+        if "game" in v:
+            parts.append(f"game {v['game']} ({v.get('phase')})")
+        scores = v.get("scores")
+        if isinstance(scores, list) and len(scores) == 2:
+            parts.append(f"score {scores[0]}-{scores[1]}")
+        return ", ".join(parts)
+
+    def _verdict(self, msg: m.VerdictMsg) -> str:
+        from seabattle.protocol.errors import ProtocolError
+        from seabattle.protocol.grid import parse_cell
+        from seabattle.protocol.verdict import Verdict
+
+        from .tui import describe_verdict
+
+        said = f"{self.seat(msg.seat)} at {' '.join(msg.cells)}"
+        if self.rules is None:
+            return said
+        try:
+            cells = [parse_cell(c, self.rules.rows, self.rules.cols) for c in msg.cells]
+            return f"{self.seat(msg.seat)}: " + describe_verdict(
+                self.rules, cells, msg.radar, Verdict.from_dict(msg.verdict)
+            )
+        except (ProtocolError, ValueError, KeyError, TypeError):
+            return said  # a verdict this client cannot read is still an event
+
+    def _match_over(self, msg: m.MatchOver) -> str:
+        r = msg.result
+        line = f"match over: winner {self.seat(r.get('winner'))}"
+        scores = r.get("scores")
+        if isinstance(scores, list) and len(scores) == 2:
+            line += f", {scores[0]}-{scores[1]}"
+        return line + f" (record: seabattle record fetch {msg.match.hex()})"
+
+
+@click.command()
+@click.argument("match_id", metavar="MATCH")
+@_SERVER
+@connection_options
+@_KEY
+@_JSON
+def watch(
+    match_id: str,
+    server: str,
+    tls: bool,
+    ca: str | None,
+    server_key: str | None,
+    key: str | None,
+    as_json: bool,
+) -> None:
+    """Watch the running public match MATCH (its id in hex): one line per public event (--json:
+    one JSON object), from its snapshot until it ends."""
+    mid = _match_id(match_id)
+
+    async def body(client: Client) -> None:
+        tell = _Narrator()
+        async with client.watch(mid) as events:
+            async for msg in events:
+                click.echo(json.dumps(_event_json(msg)) if as_json else tell.line(msg))
+                if isinstance(msg, m.MatchOver) or (
+                    isinstance(msg, m.Snapshot) and msg.view.get("over") is True
+                ):
+                    return
+        raise click.ClickException(f"{server} closed the connection before the match ended")
+
+    _run(server, tls, ca, server_key, key, body)
+
+
+# ================================================================================================
+# ladder, matches
+# ================================================================================================
+
+
+@click.command()
+@_SERVER
+@connection_options
+@_KEY
+@_JSON
+@click.option("--top", default=None, type=click.IntRange(1), help="Show only the first N rows.")
+def ladder(
+    server: str,
+    tls: bool,
+    ca: str | None,
+    server_key: str | None,
+    key: str | None,
+    as_json: bool,
+    top: int | None,
+) -> None:
+    """The server's rating ladder, best first."""
+
+    async def body(client: Client) -> None:
+        rows = (await client.ladder())[:top]
+        if as_json:
+            click.echo(json.dumps(_plain(rows), indent=2))
+            return
+        table = Table(title=f"Ladder of {server}")
+        for col in ("#", "player", "name", "rating", "rd", "games", "won", "lost", "drawn"):
+            table.add_column(col, no_wrap=True, justify="right" if col != "name" else "left")
+        for i, r in enumerate(rows, 1):
+            table.add_row(
+                str(i),
+                str(r.get("player", ""))[:16],
+                str(r.get("name", "")),
+                *(str(r.get(k, "")) for k in ("rating", "rd", "games", "wins", "losses", "draws")),
+            )
+        if not rows:
+            table.caption = "no rated matches yet"
+        console.print(table)
+
+    _run(server, tls, ca, server_key, key, body)
+
+
+@click.command()
+@_SERVER
+@connection_options
+@_KEY
+@_JSON
+def matches(
+    server: str, tls: bool, ca: str | None, server_key: str | None, key: str | None, as_json: bool
+) -> None:
+    """The open public matches, waiting for a second player (join one with play --join ID)."""
+
+    async def body(client: Client) -> None:
+        rows = await client.list()
+        if as_json:
+            click.echo(json.dumps(_plain(rows), indent=2))
+            return
+        table = Table(title=f"Open matches on {server}")
+        for col in ("match", "rules", "mode", "host"):
+            table.add_column(col, no_wrap=True)
+        for r in rows:
+            rules = r.get("rules")
+            name = rules.get("name", "?") if isinstance(rules, dict) else "?"
+            mid = r.get("match")
+            table.add_row(
+                mid.hex() if isinstance(mid, bytes) else str(mid),
+                str(name),
+                str(r.get("mode", "")),
+                str(r.get("host", ""))[:16],
+            )
+        if not rows:
+            table.caption = "none open: seabattle play --invite opens a private one"
+        console.print(table)
+
+    _run(server, tls, ca, server_key, key, body)
+
+
+# ================================================================================================
+# record fetch
+# ================================================================================================
+
+
+async def save_record(client: Client, match_id: bytes, out: Path | None) -> dict[str, Any]:
+    """Fetch the signed record of ``match_id``, write its canonical bytes to ``out`` (if given)
+    and verify it, pinned to the server's key; the verification report (``VerifyReport.to_dict``,
+    with ``match`` and ``file``)."""
+    from seabattle.protocol.record import dump_record, verify_record
+
+    signed = await client.get_record(match_id)
+    if out is not None:
+        try:
+            out.write_bytes(dump_record(signed))
+        except OSError as e:
+            raise click.ClickException(f"cannot write {out}: {e.strerror or e}") from None
+    report = verify_record(signed, referee_key=client.server_key).to_dict()
+    report["match"] = match_id.hex()
+    report["file"] = None if out is None else str(out)
+    return report
+
+
+def summary(report: dict[str, Any]) -> str:
+    """One line on a fetched record: its games, shots and signatures, or why it fails."""
+    where = f" -> {report['file']}" if report.get("file") else ""
+    if not report["ok"]:
+        return f"FAIL record {report['match']}{where}: {report['reason']}"
+    games = report.get("games", [])
+    shots = sum(g["shots"] for g in games)
+    sigs = ", ".join(s["role"] for s in report.get("signatures", []) if s["ok"])
+    head = f"OK   record {report['match']}{where}"
+    return f"{head}: {len(games)} game(s), {shots} shots, signed by {sigs}"
+
+
+@click.group()
+def record() -> None:
+    """Signed match records on a server."""
+
+
+@record.command("fetch")
+@click.argument("match_id", metavar="ID")
+@_SERVER
+@connection_options
+@_KEY
+@click.option("--out", default=None, type=click.Path(dir_okay=False), help="Write the record here.")
+@_JSON
+def fetch(
+    match_id: str,
+    server: str,
+    tls: bool,
+    ca: str | None,
+    server_key: str | None,
+    key: str | None,
+    out: str | None,
+    as_json: bool,
+) -> None:
+    """Fetch the signed record of finished match ID, verify it (signed by this server), and write
+    its canonical bytes to --out or print a summary; exit 1 if it does not verify."""
+    mid = _match_id(match_id)
+    box: list[dict[str, Any]] = []
+
+    async def body(client: Client) -> None:
+        box.append(await save_record(client, mid, None if out is None else Path(out)))
+
+    if out is not None and not Path(out).parent.is_dir():
+        raise click.BadParameter(f"no directory {str(Path(out).parent)!r}", param_hint="--out")
+    _run(server, tls, ca, server_key, key, body)
+    report = box[0]
+    if as_json:
+        click.echo(json.dumps(report, indent=2, default=lambda b: b.hex()))
+    else:
+        click.echo(summary(report))
+    if not report["ok"]:
+        raise SystemExit(1)
