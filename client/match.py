@@ -3,7 +3,7 @@
 Work that must happen whatever the script does happens here, on the client's reader task: in blind
 mode a shot at us is answered at once with :class:`~seabattle.protocol.verdict.Defender` (with its
 openings), ``reveal_now`` is answered with the reveal, and ``match_over`` with our co-signature of
-the record head.
+the record head, once the record it carries checks out (:meth:`MatchHandle._check_record`).
 
 Trust nobody: every match keeps a *mirror* :class:`~seabattle.protocol.game.Game`, fed with both
 commitments from ``firing`` and with every ``shot``/``verdict``/``revealed`` the server relays. The
@@ -20,7 +20,6 @@ import random
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -30,9 +29,11 @@ from seabattle.protocol.errors import ProtocolError
 from seabattle.protocol.fleet import Fleet, random_fleet
 from seabattle.protocol.game import Deadline, EndReason, Game, Phase
 from seabattle.protocol.grid import Cell, parse_cell
-from seabattle.protocol.inputs import Fire, GameEvent, GameOver
+from seabattle.protocol.inputs import Fire, GameEvent, GameOver, Radar
+from seabattle.protocol.record import head_of_bytes, load_record, pack_record
 from seabattle.protocol.rules import RuleSet, rules_from_dict
 from seabattle.protocol.verdict import Defender, Shot, Verdict
+from seabattle.protocol.verify import verify_record
 
 from .events import (
     GameEnded,
@@ -125,8 +126,9 @@ class MatchHandle:
         self.lies: list[LieDetected] = []
         #: Why the referee's account cannot be co-signed (spec 5.5), or ``None``
         self.disputed: str | None = None
-        #: A reconnect made the mirror miss part of a game: the record is checked before co-signing
-        self._unchecked = False
+        #: Each game's mirror once the game ended (``None``: it missed part of the game), and the
+        #: outcome ``game_over`` announced: what the record ``match_over`` carries must hold
+        self._seen: dict[int, tuple[Game | None, dict[str, Any], dict[int, bytes]]] = {}
         self._roots: dict[int, bytes] = {}  # the current game's ``committed`` roots, by seat
         #: Test hook: alter the verdict we send (a scripted liar). Blind mode only.
         self.tamper: Tamper | None = None
@@ -330,9 +332,8 @@ class MatchHandle:
                 if msg.why == "clock":
                     self._mirror_apply(lambda: g.expire(Deadline.SHOT), None)
                 else:
-                    # A wasted repeat: ``shot_lost`` does not name the cell called again (spec
-                    # revision 2), but any cell already fired at has the same effect on the game.
-                    again = self._fired_at(g, 1 - msg.seat)
+                    # A wasted repeat: the cells it called again, as the transcript has them.
+                    again = _cells(msg.cells, g.rules)
                     self._mirror_apply(
                         lambda: g.feed(Fire(msg.seat, g.caller(msg.seat), again)), None
                     )
@@ -361,16 +362,17 @@ class MatchHandle:
                     detail = f"referee: {reason}: {msg.outcome.get('detail', '')}"
                     self._emit(LieDetected(msg.game, 1 - w, detail, "referee"))
             self.clock = None
+            self._seen[msg.game] = (self.mirror, dict(msg.outcome), dict(self._roots))
             fleet = self.committed.fleet if self.committed is not None else None
             won = None if w is None else w == self.seat
             self._emit(GameEnded(msg.game, dict(msg.outcome), won, self.mirror, fleet))
         elif isinstance(msg, m.MatchOver):
             self.result = dict(msg.result)
             self.head = msg.head
-            if self.disputed is None and self._unchecked:
-                # The mirror lost games across a reconnect: check the whole record first.
-                self.client._spawn(partial(self._cosign_checked, msg.head))
-            elif self.disputed is None:
+            problem = None if self.disputed is not None else self._check_record(msg)
+            if problem is not None:
+                self._emit(LieDetected(self.game_no, None, problem, "referee"))
+            if self.disputed is None:
                 # Spec 5.5: a client whose checks failed MUST NOT co-sign.
                 sig = self.client.key.sign(msg.head)
                 with suppress(ConnectionClosed):
@@ -403,7 +405,7 @@ class MatchHandle:
         assert self.rules is not None and self.seat is not None
         me, game, phase = self.seat, view.get("game"), view.get("phase")
         if not isinstance(game, int):
-            self._emit(Resumed(None, view, not self._unchecked))
+            self._emit(Resumed(None, view, all(s[0] is not None for s in self._seen.values())))
             return
         g = self.mirror
         if game != self.game_no:
@@ -417,11 +419,9 @@ class MatchHandle:
             ev.set()
             fresh = phase == "setup" and not any(view.get("committed", ()))
             self.mirror = Game(self.rules, self.id, game) if fresh else None
-            self._unchecked |= not fresh
             self._emit(GameStarted(game, self.first))
         elif g is not None and (g.phase.value != phase or len(g.shots) != view.get("shots")):
             self.mirror = None  # out of step: the gap's proofs are checked on the record
-            self._unchecked = True
         self._emit(Resumed(game, view, self.mirror is not None))
         committed = view.get("committed") or (False, False)
         if phase == "setup" and not committed[me] and self.placed_game == game:
@@ -441,27 +441,59 @@ class MatchHandle:
         elif phase == "firing" and view.get("turn") == me:
             self._maybe_turn(me)
 
-    async def _cosign_checked(self, head: bytes) -> None:
-        """Co-sign ``head`` once the record it heads verifies and is the one announced."""
-        from seabattle.protocol.record import record_head, verify_record
+    def _check_record(self, msg: m.MatchOver) -> str | None:
+        """What is wrong with the record ``msg`` asks us to co-sign (spec 5.5), or ``None``.
 
+        It must be canonical bytes whose head is ``msg.head``, name this match and our key on our
+        seat, replay (signatures aside: the referee's is not sent), and hold every game we saw:
+        each game's entries as our mirror entered them, in place (``set_first`` aside, whose place
+        11.1 fixes, and commit signatures, which ``firing`` does not relay), then at most the one
+        entry no other message shows (an ``expire``, ``resign`` or ``abandon``) when the game ended
+        before our mirror did, and the outcome ``game_over`` announced. A game that ended in setup
+        showed only the roots of its commitments (``committed``): its commit entries must be of
+        those roots, in that order.
+        """
         try:
-            signed = await self.client.get_record(self.id)
-        except Exception as e:  # the record is unavailable: then it is not co-signed
-            self.disputed = f"the record could not be checked: {e}"
-            return
-        report = verify_record(signed)
-        if not report.ok or record_head(signed["record"]) != head:
-            self.disputed = report.reason or "the record is not the one announced"
-            return
-        with suppress(ConnectionClosed):
-            await self.client.wire.send(m.CoSign(self.id, head, self.client.key.sign(head)))
-
-    def _fired_at(self, g: Game, seat: int) -> tuple[Cell, ...]:
-        """One cell already fired at on ``seat``'s grid (empty if none: the mirror refuses)."""
-        assert self.rules is not None
-        fired = g.boards[seat].fired
-        return (Cell(*divmod(next(iter(fired)), self.rules.cols)),) if fired else ()
+            rec = load_record(msg.record)
+            canonical = pack_record(rec) == msg.record
+        except (ValueError, TypeError, ProtocolError) as e:
+            return f"the record in match_over does not decode: {e}"
+        if not canonical or head_of_bytes(msg.record) != msg.head:
+            return "match_over's head is not the head of the record it carries"
+        report = verify_record({"record": rec, "sigs": []})
+        problems = [p for p in report.problems if not p.startswith("missing_signature")]
+        if problems:
+            return f"the record does not verify: {problems[0]}"
+        if rec["match"] != self.id or self.seat is None:
+            return "the record is of another match"
+        if rec["players"][self.seat] != self.client.key.public_key().public_bytes_raw():
+            return "the record puts another key on our seat"
+        games = rec["games"]
+        if len(games) != len(self._seen):
+            return f"the record holds {len(games)} games, we played {len(self._seen)}"
+        for n, (mirror, outcome, roots) in sorted(self._seen.items()):
+            gd = games[n - 1]
+            if {k: gd["outcome"].get(k) for k in ("winner", "reason")} != {
+                k: outcome.get(k) for k in ("winner", "reason")
+            }:
+                return f"game {n}: the record's outcome is not the one game_over announced"
+            if mirror is None:
+                continue  # a game we missed part of: the replay above is all there is to check
+            seen, got = _entries(mirror.transcript), _entries(gd["transcript"])
+            if got[: len(seen)] != seen:
+                return f"game {n}: the record's transcript is not the one we were shown"
+            rest = got[len(seen) :]
+            if mirror.phase is Phase.SETUP:
+                # The game ended before ``firing`` relayed the commitments: each commit entry must
+                # be of the root ``committed`` named, in the order those came.
+                left = _drop_commits(rest, roots, mirror)
+                if left is None:
+                    return f"game {n}: the record's commitments are not the ones announced"
+                rest = left
+            unseen = all(e["in"] in ("expire", "resign", "abandon") for e in rest)
+            if rest and (mirror.phase is Phase.OVER or len(rest) > 1 or not unseen):
+                return f"game {n}: the record holds entries we were never shown"
+        return None
 
     async def _on_firing(self, msg: m.Firing) -> None:
         g = self.mirror
@@ -487,7 +519,9 @@ class MatchHandle:
                     # Spec 5.5: each relayed commitment must hash to the root ``committed`` named.
                     if s in (0, 1) and coms[s].root(g.ctx[s]) != root:
                         self._emit(LieDetected(self.game_no, None, f"seat {s}'s root differs"))
-                for s in (0, 1):
+                # In the order the referee accepted them (spec 11.1): the order of ``committed``.
+                order = [s for s in self._roots if s in (0, 1)]
+                for s in order + [s for s in (0, 1) if s not in order]:
                     self._mirror_apply(lambda s=s: g.commit(s, coms[s]), s)  # type: ignore[misc]
                 self._mirror_apply(lambda: g.set_first(msg.first), None)
         self._emit(Info(msg))
@@ -507,9 +541,9 @@ class MatchHandle:
         g = self.mirror
         if g is not None:
             if msg.radar:
-                self._mirror_apply(lambda: g.radar(msg.seat, cells[0]), None)
+                self._mirror_apply(lambda: g.feed(Radar(msg.seat, msg.member, cells[0])), None)
             else:
-                self._mirror_apply(lambda: g.fire(msg.seat, list(cells)), None)
+                self._mirror_apply(lambda: g.feed(Fire(msg.seat, msg.member, cells)), None)
         if msg.seat == self.seat or self.mode == "custody" or self.defender is None:
             return
         shot = Shot(msg.n, msg.seat, cells, msg.radar)
@@ -561,3 +595,36 @@ class MatchHandle:
                 if fault is not None and msg.seat != self.seat:
                     self._emit(LieDetected(self.game_no, msg.seat, fault[1]))
         self._emit(Info(msg))
+
+
+def _entries(transcript: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A transcript as a client can compare it: without ``set_first`` (whether a first player
+    is an entry depends on the lot, and 11.1 fixes where it sits) and commit signatures (a seat
+    signature is not relayed; the replay checks it against the record's keys)."""
+    out = []
+    for e in transcript:
+        if e["in"] == "set_first":
+            continue
+        if e["in"] == "commit" and "sig" in e:
+            e = {k: v for k, v in e.items() if k != "sig"}
+        out.append(e)
+    return out
+
+
+def _drop_commits(
+    rest: list[dict[str, Any]], roots: dict[int, bytes], g: Game
+) -> list[dict[str, Any]] | None:
+    """``rest`` without its leading commit entries, if they commit to ``roots`` (seat -> root) in
+    that order, else ``None``."""
+    order = list(roots)
+    commits = rest[: len(order)]
+    if [e.get("in") for e in commits] != ["commit"] * len(order):
+        return None
+    for e, seat in zip(commits, order, strict=True):
+        try:
+            root = Commitment.from_dict(e["commitment"]).root(g.ctx[seat])
+        except (ProtocolError, KeyError, IndexError):
+            return None
+        if e.get("seat") != seat or root != roots[seat]:
+            return None
+    return rest[len(order) :]

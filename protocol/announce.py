@@ -36,10 +36,14 @@ def announce(g: Game, match_id: bytes, ev: GameEvent) -> tuple[m.Message, int | 
     match ev:
         case ShotCalled(shot=sh):
             labels = _labels(sh.cells)
-            return m.ShotCalled(match_id, n, sh.n, sh.seat, labels, sh.radar), 1 - sh.seat
+            member = _member(g)
+            return m.ShotCalled(match_id, n, sh.n, sh.seat, member, labels, sh.radar), 1 - sh.seat
         case VerdictGiven(shot=sh, verdict=v, next=nxt):
             labels = _labels(sh.cells)
-            msg = m.VerdictMsg(match_id, n, sh.n, sh.seat, labels, sh.radar, v.to_dict(), nxt)
+            member = _member(g)
+            msg = m.VerdictMsg(
+                match_id, n, sh.n, sh.seat, member, labels, sh.radar, v.to_dict(), nxt
+            )
             return msg, sh.seat
         case Committed(seat=seat, root=root):
             return m.Committed(match_id, n, seat, root), None
@@ -48,7 +52,10 @@ def announce(g: Game, match_id: bytes, ev: GameEvent) -> tuple[m.Message, int | 
             coms = tuple(c.to_dict() for c in g.commitments if c is not None)
             return m.Firing(match_id, n, first, coms), None
         case ShotLost(seat=seat, why=why, next=nxt):
-            return m.ShotLost(match_id, n, seat, why, nxt), None
+            # A wasted repeat is the fire just entered; a clock loss calls nothing (spec 5.6).
+            last = g.transcript[-1] if g.transcript else {}
+            cells = tuple(last["cells"]) if why == "repeat" and last.get("in") == "fire" else ()
+            return m.ShotLost(match_id, n, seat, why, cells, nxt), None
         case RevealDue(provisional=o):
             assert o.winner is not None
             return m.RevealNow(match_id, n, o.winner), None
@@ -58,6 +65,20 @@ def announce(g: Game, match_id: bytes, ev: GameEvent) -> tuple[m.Message, int | 
             return m.GameOver(match_id, n, o.to_dict()), None
         case _:
             assert_never(ev)
+
+
+def _member(g: Game) -> int:
+    """The team member who called the shot being told of: its ``fire`` or ``radar`` entry is the
+    last of the transcript (a called shot) or the one before its answer (a verdict)."""
+    if g.rules.team_size == 1:
+        return 0  # the only member (a game accepts no other): no entry to decode on every shot
+    t = g.transcript
+    # One entry at a time: the one before a shot's fire is a commit at the first shot, costly.
+    for i in range(len(t) - 1, max(len(t) - 3, -1), -1):
+        e = t[i]
+        if e["in"] == "fire" or e["in"] == "radar":
+            return int(e["member"])
+    return 0
 
 
 def _labels(cells: tuple[Cell, ...]) -> tuple[str, ...]:

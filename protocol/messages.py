@@ -679,12 +679,14 @@ class Radar(Message):
 @message("shot", Dir.S2C)
 @dataclass(frozen=True, slots=True)
 class ShotCalled(Message):
-    """Shot ``n`` by ``seat``: the defender owes its verdict (spectators see it too)."""
+    """Shot ``n`` by ``seat`` (called by team member ``member``): the defender owes its verdict
+    (spectators see it too)."""
 
     match: bytes
     game: int
     n: int
     seat: int
+    member: int
     cells: tuple[str, ...]
     radar: bool
 
@@ -702,12 +704,14 @@ class Answer(Message):
 @message("verdict", Dir.S2C)
 @dataclass(frozen=True, slots=True)
 class VerdictMsg(Message):
-    """The checked verdict on shot ``n``; ``next`` moves next (``None``: firing is over)."""
+    """The checked verdict on shot ``n`` (called by ``seat``'s team member ``member``); ``next``
+    moves next (``None``: firing is over)."""
 
     match: bytes
     game: int
     n: int
     seat: int
+    member: int
     cells: tuple[str, ...]
     radar: bool
     verdict: dict[str, Any]
@@ -717,12 +721,14 @@ class VerdictMsg(Message):
 @message("shot_lost", Dir.S2C)
 @dataclass(frozen=True, slots=True)
 class ShotLost(Message):
-    """``seat`` lost its shot (``why``: ``clock`` or ``repeat``); ``next`` moves next."""
+    """``seat`` lost its shot (``why``: ``clock`` or ``repeat``); ``next`` moves next. ``cells``
+    are the labels a wasted repeat called (its transcript entry), empty for a clock loss."""
 
     match: bytes
     game: int
     seat: int
     why: str
+    cells: tuple[str, ...]
     next: int
 
 
@@ -783,12 +789,15 @@ class GameOver(Message):
 @message("match_over", Dir.S2C)
 @dataclass(frozen=True, slots=True)
 class MatchOver(Message):
-    """The match ended: scores, winner, rating changes, and the record head to co-sign."""
+    """The match ended: scores, winner, rating changes, the record head to co-sign, and
+    ``record``, the canonical bytes of the record it heads (spec 11.1), for the players to check
+    before they co-sign (spec 5.5)."""
 
     match: bytes
     result: dict[str, Any]
     ratings: dict[str, Any] | None
     head: bytes
+    record: bytes
 
 
 @message("cosign", Dir.C2S)

@@ -66,7 +66,7 @@ async def conclude(ref: Referee, store: Store, key: Ed25519PrivateKey) -> None:
     except Exception:
         ref.log.exception("rating the match failed; the result stands unrated")
     ref.log.info("match over: %s", result)
-    ref.to_all(m.MatchOver(ref.match_id, result, ratings, ref.head))
+    ref.to_all(m.MatchOver(ref.match_id, result, ratings, head, packed))
 
 
 async def add_cosign(ref: Referee, store: Store, seat: int, msg: m.CoSign) -> None:

@@ -229,7 +229,9 @@ class Bot:
         p = view["pending"]
         if view["phase"] == "answer" and p["seat"] != self.seat and self.mode == "blind":
             await self.answer(
-                m.ShotCalled(self.match, self.game, p["n"], p["seat"], p["cells"], False)
+                m.ShotCalled(
+                    self.match, self.game, p["n"], p["seat"], 0, p["cells"], False
+                )
             )
         elif view["phase"] == "firing" and view["turn"] == self.seat:
             await self.fire()
@@ -408,3 +410,18 @@ def wire_of(cls: type[m.Message]) -> dict[str, Any]:
             name: clamp(sample(tp), *m.int_range(cls.TAG, name)) for name, tp in fields(cls).items()
         },
     }
+
+
+async def quick_pair(
+    a: api.Client, b: api.Client, rules: dict[str, Any], mode: str
+) -> list[api.MatchHandle]:
+    """Both clients ask for a quick match with ``rules`` in ``mode`` at once: their handles."""
+    handles: list[Any] = [None, None]
+
+    async def q(i: int, c: api.Client) -> None:
+        handles[i] = await c.quick(rules, mode)
+
+    async with trio.open_nursery() as n:
+        n.start_soon(q, 0, a)
+        n.start_soon(q, 1, b)
+    return handles

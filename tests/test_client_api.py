@@ -8,10 +8,9 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from helpers import start_server
+from helpers import quick_pair, start_server
 from seabattle.client.api import (
     BotResult,
-    Client,
     ConnectionClosed,
     GameEnded,
     GameStarted,
@@ -49,18 +48,6 @@ async def both(
         n.start_soon(one, 0, a, sa)
         n.start_soon(one, 1, b, sb)
     return out[0], out[1]
-
-
-async def quick_pair(a: Client, b: Client, rules: dict[str, Any], mode: str) -> list[MatchHandle]:
-    handles: list[Any] = [None, None]
-
-    async def q(i: int, c: Client) -> None:
-        handles[i] = await c.quick(rules, mode)
-
-    async with trio.open_nursery() as n:
-        n.start_soon(q, 0, a)
-        n.start_soon(q, 1, b)
-    return handles
 
 
 @pytest.mark.parametrize("mode", ["blind", "custody"])

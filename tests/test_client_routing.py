@@ -55,7 +55,7 @@ async def events_of(h: MatchHandle) -> list[MatchEvent]:
 
 
 async def end(wire: Wire, mid: bytes) -> None:
-    await wire.send(m.MatchOver(mid, {"winner": 0}, None, bytes(32)))
+    await wire.send(m.MatchOver(mid, {"winner": 0}, None, bytes(32), b""))
 
 
 async def run(script: Script) -> tuple[list[MatchEvent], list[MatchEvent]]:

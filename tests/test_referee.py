@@ -251,7 +251,7 @@ def test_clocks_restart_as_the_rules_say_and_expire_only_when_due() -> None:
     mover = g.turn
     out = ref.tick(30.0)
     lost = [s.msg for s in out if isinstance(s.msg, m.ShotLost)]
-    assert lost == [m.ShotLost(MID, 1, mover, "clock", 1 - mover)]
+    assert lost == [m.ShotLost(MID, 1, mover, "clock", (), 1 - mover)]
     assert ref.wake_at == 60  # the next mover's clock
 
 

@@ -410,7 +410,9 @@ class _BarePlayer(_Shooter):
         self.sent_at = time.perf_counter()
         if run.scenario.mode == "blind":
             # What the defender gets from the server: the shot, to answer.
-            msg: m.Message = m.ShotCalled(self.match, 1, self.n, self.seat, (run.labels[i],), False)
+            msg: m.Message = m.ShotCalled(
+                self.match, 1, self.n, self.seat, 0, (run.labels[i],), False
+            )
         else:
             # What the attacker gets back from a custody referee: the verdict (a miss, opened).
             result: dict[str, Any] = {
@@ -420,7 +422,7 @@ class _BarePlayer(_Shooter):
             }
             verdict = {"n": self.n, "results": [result], "total": None, "sunk": [], "found": None}
             msg = m.VerdictMsg(
-                self.match, 1, self.n, self.seat, (run.labels[i],), False, verdict, 1 - self.seat
+                self.match, 1, self.n, self.seat, 0, (run.labels[i],), False, verdict, 1 - self.seat
             )
         await _send(self.stream, self.sock, encode_frame(m.encode(msg)))
 
@@ -434,7 +436,7 @@ class _BarePlayer(_Shooter):
                 self.defender.hit.clear()  # the baseline game never ends
             v = self.defender.answer(Shot(msg.n, msg.seat, cells, msg.radar))
             out = m.VerdictMsg(
-                self.match, 1, msg.n, msg.seat, msg.cells, False, v.to_dict(), msg.seat
+                self.match, 1, msg.n, msg.seat, msg.member, msg.cells, False, v.to_dict(), msg.seat
             )
             await _send(self.stream, self.sock, encode_frame(m.encode(out)))
         elif isinstance(msg, m.VerdictMsg) and msg.seat == self.seat:

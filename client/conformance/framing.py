@@ -186,7 +186,7 @@ async def _extra_key(s: Suite, t: Trace) -> None:
 )
 async def _wrong_direction(s: Suite, t: Trace) -> None:
     p = await s.player(t, "C")
-    await p.send(m.ShotCalled(bytes(16), 1, 1, 0, ("A1",), False))
+    await p.send(m.ShotCalled(bytes(16), 1, 1, 0, 0, ("A1",), False))
     await p.expect_error(ErrorCode.UNEXPECTED_MESSAGE, None)
     await p.alive()
     await p.aclose()

@@ -11,7 +11,14 @@ from typing import Any
 
 from seabattle.protocol import messages as m
 from seabattle.protocol.errors import ErrorCode
-from seabattle.protocol.record import dump_record, load_record, record_head, verify_record
+from seabattle.protocol.record import (
+    dump_record,
+    head_of_bytes,
+    load_record,
+    pack_record,
+    record_head,
+    verify_record,
+)
 
 from .probe import Table, _short, describe
 from .results import CaseFailed, NotImplementedCase, Trace
@@ -79,7 +86,10 @@ async def _blind_game(s: Suite, t: Trace) -> dict[str, Any]:
             raise CaseFailed(f"{q.name}: match_over.result {_short(res)}")
         if len(mo.head) != 32:
             raise CaseFailed(f"{q.name}: match_over.head is not 32 bytes")
+        if head_of_bytes(mo.record) != mo.head:
+            raise CaseFailed(f"{q.name}: match_over.head is not the head of match_over.record")
         heads.add(mo.head)
+        obs["record"] = mo.record
     if len(heads) != 1:
         raise CaseFailed("players and spectators were sent different record heads")
     obs["head"] = heads.pop()
@@ -178,8 +188,8 @@ def _check_view(view: dict[str, Any], t: Trace, *, spectator: bool) -> None:
     "11-record",
     "11.2 The head and the signed record",
     "The signed record verifies, and co-signatures are added",
-    "The head of a finished match's record is sent in `match_over.head`; `get_record` returns the "
-    "signed record.",
+    "The head of a finished match's record is sent in `match_over.head` and the record itself, "
+    "canonically encoded, in `match_over.record`, [...] `get_record` returns the signed record.",
     "ok{record: bin}, canonical bytes that verify (section 11.3) with the referee's signature over "
     "match_over.head; a bad cosign BAD_SIGNATURE; a good one added as seat<N>",
 )
@@ -203,6 +213,8 @@ async def _record(s: Suite, t: Trace) -> None:
         raise CaseFailed(f"verify_record: {report.reason}")
     if record_head(signed["record"]) != obs["head"]:
         raise CaseFailed("the record's head differs from match_over.head")
+    if pack_record(signed["record"]) != obs["record"]:
+        raise CaseFailed("the stored record is not the one match_over carried")
     server_key = p.welcome.server if p.welcome is not None else b""
     if signed["record"].get("referee") != server_key:
         raise CaseFailed("record.referee is not welcome.server")

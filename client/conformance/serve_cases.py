@@ -18,6 +18,7 @@ from seabattle.protocol.canonical import canonical_pack
 from seabattle.protocol.commit import PROTOCOL_VERSION, Committed, sign_seat
 from seabattle.protocol.errors import ErrorCode
 from seabattle.protocol.fleet import random_fleet
+from seabattle.protocol.record import head_of_bytes, load_record, pack_record
 from seabattle.protocol.verdict import Shot, Verdict
 
 from .probe import describe
@@ -449,3 +450,33 @@ async def _peer_false_proof(stage: Stage, t: Trace) -> None:
     assert o is not None and o.reason.value == "false_proof"
     await host.cosign()
     stage.check_alive()
+
+
+def _record_lie(game: RefereedMatch) -> Lie:
+    def lie(msg: m.Message) -> m.Message:
+        # The record match_over carries, with the two commit entries of game 1 swapped and its
+        # head recomputed: it replays, but not in the order `committed` announced the commits.
+        if not isinstance(msg, m.MatchOver):
+            return msg
+        record = load_record(msg.record)
+        transcript = record["games"][0]["transcript"]
+        at = [i for i, e in enumerate(transcript) if e["in"] == "commit"]
+        if len(at) != 2:
+            return msg
+        i, j = at
+        transcript[i], transcript[j] = transcript[j], transcript[i]
+        packed = pack_record(record)
+        return replace(msg, head=head_of_bytes(packed), record=packed)
+
+    return lie
+
+
+@client_case(
+    "c5.5-record-altered",
+    "5.5 Receiver rules: events (client)",
+    "match_over carries a record (and its head) whose transcript is not what the events showed",
+    "the transcript holds, in order, the entries the events of that game stand for",
+    "no cosign after match_over",
+)
+async def _record_altered(stage: Stage, t: Trace) -> None:
+    await _lie_case(stage, t, _record_lie)

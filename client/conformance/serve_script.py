@@ -31,7 +31,14 @@ from seabattle.protocol.errors import ErrorCode, ProtocolError, RemoteProtocolEr
 from seabattle.protocol.fleet import random_fleet
 from seabattle.protocol.game import Game, Phase
 from seabattle.protocol.grid import Cell
-from seabattle.protocol.record import build_record, dump_record, record_head, sign_as
+from seabattle.protocol.record import (
+    build_record,
+    dump_record,
+    head_of_bytes,
+    pack_record,
+    record_head,
+    sign_as,
+)
 from seabattle.protocol.referee import Referee, seat_bit
 from seabattle.protocol.rules import BadRules, rules_from_dict
 from seabattle.protocol.session import check_auth
@@ -251,9 +258,11 @@ class RefereedMatch:
         assert ref is not None
         keys = [bytes.fromhex(p) for p in ref.players]
         record = build_record(ref.match, keys, self.key.public_key().public_bytes_raw())
-        self.head = record_head(record)
+        packed = pack_record(record)
+        self.head = head_of_bytes(packed)
         self.signed = {"record": record, "sigs": [sign_as(record, self.key, "referee")]}
-        await self.r.send(self.lie(m.MatchOver(ref.match_id, ref.match.to_dict(), None, self.head)))
+        over = m.MatchOver(ref.match_id, ref.match.to_dict(), None, self.head, packed)
+        await self.r.send(self.lie(over))
 
     async def cosigns(self, settle: float) -> list[m.CoSign]:
         """The ``cosign``s the client sends after ``match_over``: everything up to the answer to
