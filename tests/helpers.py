@@ -278,6 +278,50 @@ async def start_server(
     return addr, shutdown
 
 
+#: Short cluster timings, so that failover happens in a few (virtual) seconds.
+CLUSTER_TIMING = {"lease": 4.0, "poll": 0.02, "sweep": 0.5}
+
+
+async def cluster_node(
+    nursery: trio.Nursery, db: str, tmp_path: Path, name: str
+) -> tuple[tuple[str, int], trio.Event]:
+    """Node ``name`` of the cluster on ``db`` in ``nursery`` (port 0, :data:`CLUSTER_TIMING`);
+    every node signs with the one key in ``tmp_path``. Its address, and its shutdown event."""
+    from seabattle.server.app import serve
+    from seabattle.server.cluster import ClusterConfig
+
+    stop = trio.Event()
+    addr = await nursery.start(
+        partial(
+            serve,
+            "127.0.0.1",
+            0,
+            db_path=db,
+            key_path=tmp_path / "cluster.key",
+            node=name,
+            cluster=True,
+            cluster_config=ClusterConfig(name, **CLUSTER_TIMING),
+            shutdown=stop,
+        )
+    )
+    return addr, stop
+
+
+async def play_some(a: Bot, b: Bot, verdicts: int) -> None:
+    """Both bots play on until ``a`` has been told ``verdicts`` verdicts."""
+    seen = 0
+
+    def enough(msg: Any) -> bool:
+        nonlocal seen
+        seen += isinstance(msg, m.VerdictMsg)
+        return seen >= verdicts
+
+    async with trio.open_nursery() as n:
+        n.start_soon(b.play)
+        await a.play(enough)
+        n.cancel_scope.cancel()
+
+
 async def pair(
     addr: tuple[str, int], nursery: trio.Nursery, rules: dict[str, Any], mode: str
 ) -> tuple[TC, TC, bytes]:

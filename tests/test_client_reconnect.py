@@ -10,20 +10,17 @@ servers, real TCP, the client library.
 from __future__ import annotations
 
 import random
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 import trio.testing
-from helpers import SMALL, start_server
+from helpers import SMALL, cluster_node, start_server
 from seabattle.client import api
 from seabattle.client.bots import make_strategy
 from seabattle.client.events import Reconnecting, Resumed, ShotResult
 from seabattle.protocol.record import verify_record
-from seabattle.server.app import serve
-from seabattle.server.cluster import ClusterConfig
 
 
 class Watched:
@@ -83,29 +80,10 @@ async def test_a_dropped_connection_is_resumed_and_the_match_finishes(
 async def test_after_a_node_stops_the_client_gets_back_in_through_another(
     postgres_db: str, tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
-    timing = {"lease": 4.0, "poll": 0.02, "sweep": 0.5}
-
-    async def node(nursery: trio.Nursery, name: str) -> tuple[tuple[str, int], trio.Event]:
-        stop = trio.Event()
-        addr = await nursery.start(
-            partial(
-                serve,
-                "127.0.0.1",
-                0,
-                db_path=postgres_db,
-                key_path=tmp_path / "cluster.key",
-                node=name,
-                cluster=True,
-                cluster_config=ClusterConfig(name, **timing),
-                shutdown=stop,
-            )
-        )
-        return addr, stop
-
     async with trio.open_nursery() as outer:
-        a, stop_a = await node(outer, "a")
+        a, stop_a = await cluster_node(outer, postgres_db, tmp_path, "a")
         async with trio.open_nursery() as node_b:
-            b, stop_b = await node(node_b, "b")
+            b, stop_b = await cluster_node(node_b, postgres_db, tmp_path, "b")
             async with (
                 api.connect(*b, name="p0", also=[a]) as p0,
                 api.connect(*b, name="p1", also=[a]) as p1,

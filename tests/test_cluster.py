@@ -11,47 +11,20 @@ from __future__ import annotations
 
 import random
 import time
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import trio
 import trio.testing
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from helpers import SMALL, Bot, connect, pair, play_both
+from helpers import SMALL, Bot, cluster_node, connect, pair, play_both, play_some
 from seabattle.client import api
 from seabattle.client.bots import make_strategy
 from seabattle.protocol import messages as m
 from seabattle.protocol.errors import ErrorCode
 from seabattle.protocol.record import verify_record
 from seabattle.protocol.ticket import Ticket, issue_ticket
-from seabattle.server.app import serve
-from seabattle.server.cluster import ClusterConfig
 from seabattle.server.store import Store
-
-#: Short timings, so that failover happens in a few (virtual) seconds.
-_TIMING = {"lease": 4.0, "poll": 0.02, "sweep": 0.5}
-
-
-async def _node(
-    nursery: trio.Nursery, db: str, tmp_path: Path, name: str
-) -> tuple[tuple[str, int], trio.Event]:
-    """Node ``name`` of the cluster on ``db``; every node signs with the one key in tmp_path."""
-    stop = trio.Event()
-    addr = await nursery.start(
-        partial(
-            serve,
-            "127.0.0.1",
-            0,
-            db_path=db,
-            key_path=tmp_path / "cluster.key",
-            node=name,
-            cluster=True,
-            cluster_config=ClusterConfig(name, **_TIMING),
-            shutdown=stop,
-        )
-    )
-    return addr, stop
 
 
 async def _play(c: api.Client, match: api.MatchHandle, seed: int) -> api.BotResult:
@@ -69,8 +42,8 @@ async def test_quick_match_pairs_players_of_two_nodes(
     postgres_db: str, tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
     async with trio.open_nursery() as nodes:
-        a, stop_a = await _node(nodes, postgres_db, tmp_path, "a")
-        b, stop_b = await _node(nodes, postgres_db, tmp_path, "b")
+        a, stop_a = await cluster_node(nodes, postgres_db, tmp_path, "a")
+        b, stop_b = await cluster_node(nodes, postgres_db, tmp_path, "b")
         results: dict[str, api.BotResult] = {}
         clients: dict[str, api.Client] = {}
 
@@ -100,8 +73,8 @@ async def test_an_invitation_works_from_another_node(
     postgres_db: str, tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
     async with trio.open_nursery() as nodes:
-        a, stop_a = await _node(nodes, postgres_db, tmp_path, "a")
-        b, stop_b = await _node(nodes, postgres_db, tmp_path, "b")
+        a, stop_a = await cluster_node(nodes, postgres_db, tmp_path, "a")
+        b, stop_b = await cluster_node(nodes, postgres_db, tmp_path, "b")
         async with api.connect(*a, name="host") as host, api.connect(*b, name="guest") as guest:
             match, invite = await host.create(SMALL, "custody")
             assert invite is not None
@@ -121,12 +94,12 @@ async def test_an_invitation_works_from_another_node(
 async def test_a_node_that_stops_hands_its_matches_to_another(
     postgres_db: str, tmp_path: Path, nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
-    a, stop_a = await _node(nursery, postgres_db, tmp_path, "a")
+    a, stop_a = await cluster_node(nursery, postgres_db, tmp_path, "a")
     async with trio.open_nursery() as node_b:
-        b, stop_b = await _node(node_b, postgres_db, tmp_path, "b")
+        b, stop_b = await cluster_node(node_b, postgres_db, tmp_path, "b")
         p0, p1, mid = await pair(b, nursery, SMALL, "blind")
         bot0, bot1 = Bot(p0, "blind", 1), Bot(p1, "blind", 2)
-        await _play_some(bot0, bot1, 3)
+        await play_some(bot0, bot1, 3)
         stop_b.set()  # a deploy: node b stops mid-match, and ends its lease at once
     # Node a takes the match over from its journal; its players reconnect there (to any node:
     # the one that referees it now seats them) and finish it.
@@ -141,26 +114,11 @@ async def test_a_node_that_stops_hands_its_matches_to_another(
     stop_a.set()
 
 
-async def _play_some(a: Bot, b: Bot, verdicts: int) -> None:
-    """Both play on until ``a`` has been told ``verdicts`` verdicts."""
-    seen = 0
-
-    def enough(msg: Any) -> bool:
-        nonlocal seen
-        seen += isinstance(msg, m.VerdictMsg)
-        return seen >= verdicts
-
-    async with trio.open_nursery() as n:
-        n.start_soon(b.play)
-        await a.play(enough)
-        n.cancel_scope.cancel()
-
-
 async def test_forged_expired_and_misdirected_tickets_are_refused(
     postgres_db: str, tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
     async with trio.open_nursery() as nodes:
-        a, stop_a = await _node(nodes, postgres_db, tmp_path, "a")
+        a, stop_a = await cluster_node(nodes, postgres_db, tmp_path, "a")
         async with api.connect(*a, name="p") as c:
             cluster_key = api.load_key(tmp_path / "cluster.key")
             wall = int(time.time())  # the node's wall clock started as the real one

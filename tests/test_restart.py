@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from helpers import SMALL, TC, Bot, connect, pair, play_both, start_server
+from helpers import SMALL, TC, Bot, connect, pair, play_both, play_some, start_server
 from seabattle.protocol import messages as m
 from seabattle.protocol.record import load_record, verify_record
 from seabattle.server.store import Store
@@ -37,21 +37,6 @@ class Recorder(Bot):
         await super().on(msg)
 
 
-async def _play_some(a: Bot, b: Bot, verdicts: int) -> None:
-    """Both play on until ``a`` has been told ``verdicts`` verdicts."""
-    seen = 0
-
-    def enough(msg: Any) -> bool:
-        nonlocal seen
-        seen += isinstance(msg, m.VerdictMsg)
-        return seen >= verdicts
-
-    async with trio.open_nursery() as n:
-        n.start_soon(b.play)
-        await a.play(enough)
-        n.cancel_scope.cancel()
-
-
 async def _record(addr: tuple[str, int], nursery: trio.Nursery, mid: bytes) -> dict[str, Any]:
     c = await connect(addr, nursery)
     ok = await c.request(m.GetRecord(1, mid))
@@ -67,7 +52,7 @@ async def test_a_match_goes_on_after_a_graceful_restart(
         addr, shutdown = await start_server(first, tmp_path)
         a, b, mid = await pair(addr, nursery, SMALL, mode)
         ba, bb = Recorder(a, mode, 1), Recorder(b, mode, 2)
-        await _play_some(ba, bb, 4)
+        await play_some(ba, bb, 4)
         shutdown.set()  # a deploy: SIGTERM
         assert (await a.expect(m.Bye, skip=(m.Clock, m.ShotCalled, m.VerdictMsg))).reason == (
             "shutdown"
@@ -100,8 +85,8 @@ async def test_a_journal_that_cannot_be_replayed_aborts_its_match_with_the_reaso
         a, b, bad = await pair(addr, nursery, SMALL, "custody")
         c, d, good = await pair(addr, nursery, SMALL, "custody")
         bots = [Bot(x, "custody", i) for i, x in enumerate((a, b, c, d))]
-        await _play_some(bots[0], bots[1], 2)
-        await _play_some(bots[2], bots[3], 2)
+        await play_some(bots[0], bots[1], 2)
+        await play_some(bots[2], bots[3], 2)
         shutdown.set()
         await a.expect(m.Bye, skip=(m.Clock, m.ShotCalled, m.VerdictMsg))
     # A damaged row, as an operator might find one after a disk fault.
@@ -126,7 +111,7 @@ async def test_a_node_takes_up_its_own_matches_only(
     async with trio.open_nursery() as first:
         addr, shutdown = await start_server(first, tmp_path, node="a")
         a, b, mid = await pair(addr, nursery, SMALL, "custody")
-        await _play_some(Bot(a, "custody", 1), Bot(b, "custody", 2), 2)
+        await play_some(Bot(a, "custody", 1), Bot(b, "custody", 2), 2)
         shutdown.set()
         await a.expect(m.Bye, skip=(m.Clock, m.ShotCalled, m.VerdictMsg))
     async with trio.open_nursery() as other:
