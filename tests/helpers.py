@@ -278,6 +278,20 @@ async def start_server(
     return addr, shutdown
 
 
+def from_json(value: Any) -> Any:
+    """Undo the vectors' JSON encoding (``spec/vectors``): ``{"$bin": hex}`` stands for bytes,
+    ``{"$int": "123"}`` for an integer beyond what a JSON reader keeps exact."""
+    if isinstance(value, dict):
+        if list(value) == ["$bin"]:
+            return bytes.fromhex(value["$bin"])
+        if list(value) == ["$int"]:
+            return int(value["$int"])
+        return {k: from_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [from_json(v) for v in value]
+    return value
+
+
 #: Short cluster timings, so that failover happens in a few (virtual) seconds.
 CLUSTER_TIMING = {"lease": 4.0, "poll": 0.02, "sweep": 0.5}
 

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from chromium import Browser
 from click.testing import CliRunner
+from helpers import from_json
 from seabattle.client.cli import main
 from seabattle.client.show import replay_record
 from seabattle.protocol.record import dump_record
@@ -24,17 +25,7 @@ from seabattle.protocol.record import dump_record
 VECTORS = Path(__file__).parent.parent / "spec" / "vectors"
 
 
-def _decode(v: Any) -> Any:
-    if isinstance(v, dict):
-        if set(v) == {"$bin"}:
-            return bytes.fromhex(v["$bin"])
-        return {k: _decode(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_decode(x) for x in v]
-    return v
-
-
-VECTOR = _decode(json.loads((VECTORS / "records.json").read_text()))
+VECTOR = from_json(json.loads((VECTORS / "records.json").read_text()))
 SIGNED: dict[str, Any] = VECTOR["signed"]
 SHOTS = VECTOR["expected"]["games"][0]["shots"]
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import from_json
 from seabattle.protocol.commit import (
     CellOpening,
     Commitment,
@@ -32,19 +33,8 @@ from seabattle.protocol.rules import rules_from_dict
 VECTORS = Path(__file__).resolve().parent.parent / "spec" / "vectors"
 
 
-def decode(v: Any) -> Any:
-    """JSON to values: ``{"$bin": hex}`` is a byte string."""
-    if isinstance(v, dict):
-        if set(v) == {"$bin"}:
-            return bytes.fromhex(v["$bin"])
-        return {k: decode(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [decode(x) for x in v]
-    return v
-
-
 def load(name: str) -> dict[str, Any]:
-    data: dict[str, Any] = decode(json.loads((VECTORS / name).read_text()))
+    data: dict[str, Any] = from_json(json.loads((VECTORS / name).read_text()))
     return data
 
 

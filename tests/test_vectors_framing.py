@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import from_json
 from seabattle.protocol import messages
 from seabattle.protocol.canonical import is_canonical
 from seabattle.protocol.codec import MAX_DEPTH, MAX_FRAME, FrameDecoder, encode_frame
@@ -17,18 +18,6 @@ VECTORS = json.loads(
 )
 
 
-def from_json(value: Any) -> Any:
-    """Undo the vectors' JSON encoding: ``{"$bin": hex}`` stands for bytes, ``{"$int": "123"}``
-    for an integer beyond what a JSON reader keeps exact."""
-    if isinstance(value, dict):
-        if list(value) == ["$bin"]:
-            return bytes.fromhex(value["$bin"])
-        if list(value) == ["$int"]:
-            return int(value["$int"])
-        return {k: from_json(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [from_json(v) for v in value]
-    return value
 
 
 def decode_stream(data: bytes) -> list[dict[str, Any]]:

@@ -21,6 +21,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from helpers import from_json
 from seabattle.protocol import messages
 from seabattle.protocol.canonical import canonical_pack
 from seabattle.protocol.codec import strict_unpack
@@ -44,18 +45,6 @@ def _load_generator() -> ModuleType:
     return module
 
 
-def from_json(value: Any) -> Any:
-    """Undo the vectors' JSON encoding: ``{"$bin": hex}`` stands for bytes, ``{"$int": text}``
-    for an integer beyond 2^53-1."""
-    if isinstance(value, dict):
-        if list(value) == ["$bin"]:
-            return bytes.fromhex(value["$bin"])
-        if list(value) == ["$int"]:
-            return int(value["$int"])
-        return {k: from_json(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [from_json(v) for v in value]
-    return value
 
 
 def body(vector: dict[str, Any]) -> bytes:
