@@ -135,9 +135,6 @@ async def serve(
         await lobby.recover()
         if lobby.cluster is not None:
             await outer.start(lobby.cluster.run, lobby)
-            outer.start_soon(_stop_when_lost, lobby.cluster, shutdown_event := trio.Event())
-        else:
-            shutdown_event = trio.Event()
         ident = Identity(
             key, public, store, lobby, limits, guests, {}, {}, stats, timers, nursery=outer
         )
@@ -188,8 +185,12 @@ async def serve(
         thresholds = _tune_gc()
         try:
             async with trio.open_nursery() as waiting:
-                # Whichever comes first: the caller's shutdown, or this node's lease lost.
-                for event in (shutdown if shutdown is not None else trio.Event(), shutdown_event):
+                # Whichever comes first: the caller's shutdown, or this node's lease lost (another
+                # node took its matches over: it must stop refereeing).
+                stops = [shutdown if shutdown is not None else trio.Event()]
+                if lobby.cluster is not None:
+                    stops.append(lobby.cluster.lost)
+                for event in stops:
                     waiting.start_soon(_cancel_when, event, waiting.cancel_scope)
             await _graceful(lobby, clients, limits, accept_scope)
             if lobby.cluster is not None and not lobby.cluster.lost.is_set():
@@ -213,11 +214,6 @@ async def _cancel_when(event: trio.Event, scope: trio.CancelScope) -> None:
     await event.wait()
     scope.cancel()
 
-
-async def _stop_when_lost(cluster: Cluster, stop: trio.Event) -> None:
-    """Another node took this node's matches over (its lease lapsed): it must stop refereeing."""
-    await cluster.lost.wait()
-    stop.set()
 
 
 def _addr(addr: tuple[str, int]) -> str:
