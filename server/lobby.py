@@ -179,7 +179,7 @@ class Lobby(LobbyState):
         for h in handoffs:
             mid = bytes.fromhex(h.match_id)
             if h.entry is not None:
-                w = self._entries.pop(h.entry, None)
+                w = self._entries.get(h.entry)
                 if w is None:
                     continue  # it left meanwhile: it finds its match when it comes back
                 self._unqueue(w)
@@ -197,9 +197,14 @@ class Lobby(LobbyState):
         if key is not None and self.quick_queue.get(key) is w:
             del self.quick_queue[key]
             del self._queued[w.peer]
-        if w.entry is not None and self.cluster is not None:
-            self._entries.pop(w.entry, None)
-            self.cluster.waits(-1)
+        self._forget_entry(w)
+
+    def _forget_entry(self, w: _Waiting) -> bool:
+        """``w`` waits in the shared queue no more (here); whether it did until now."""
+        if w.entry is None or self.cluster is None or self._entries.pop(w.entry, None) is None:
+            return False
+        self.cluster.waits(-1)
+        return True
 
     def disconnected(self, peer: Peer) -> None:
         """``peer``'s connection ended: free its seats, queue places, offers and open matches."""
@@ -455,17 +460,15 @@ class Lobby(LobbyState):
                 return waiting
             assert self.cluster is not None
             if await self.store.queue_drop(waiting.entry):
-                self._entries.pop(waiting.entry, None)
-                self.cluster.waits(-1)
+                self._forget_entry(waiting)
                 return waiting
         return None
 
     def _drop_entry(self, w: _Waiting) -> None:
         """``w`` waits no more: take its entry out of the shared queue, if it has one."""
-        if w.entry is None or self.cluster is None or self._entries.pop(w.entry, None) is None:
-            return
-        self.cluster.waits(-1)
-        self.nursery.start_soon(self._drop_stored_entry, w.entry)
+        if self._forget_entry(w):
+            assert w.entry is not None
+            self.nursery.start_soon(self._drop_stored_entry, w.entry)
 
     async def _drop_stored_entry(self, entry: int) -> None:
         try:
