@@ -22,7 +22,7 @@ from .cli_common import Conn, connection_options, console, open_client, run_clie
 if TYPE_CHECKING:
     from .api import Client
 
-__all__ = ["ladder", "matches", "record", "save_record", "watch"]
+__all__ = ["fetch_record", "ladder", "matches", "record", "save_record", "watch"]
 
 
 def _match_id(value: str) -> bytes:
@@ -303,11 +303,10 @@ def matches(
 # ================================================================================================
 
 
-async def save_record(client: Client, match_id: bytes, out: Path | None) -> dict[str, Any]:
-    """Fetch the signed record of ``match_id``, write its canonical bytes to ``out`` (if given)
-    and verify it, pinned to the server's key; the verification report (``VerifyReport.to_dict``,
-    with ``match`` and ``file``)."""
-    from seabattle.protocol.record import dump_record, verify_record
+async def fetch_record(client: Client, match_id: bytes, out: Path | None) -> dict[str, Any]:
+    """Fetch the signed record of ``match_id`` and write its canonical bytes to ``out`` (if
+    given); the record. A file that cannot be written is a one-line error."""
+    from seabattle.protocol.record import dump_record
 
     signed = await client.get_record(match_id)
     if out is not None:
@@ -315,6 +314,16 @@ async def save_record(client: Client, match_id: bytes, out: Path | None) -> dict
             out.write_bytes(dump_record(signed))
         except OSError as e:
             raise click.ClickException(f"cannot write {out}: {e.strerror or e}") from None
+    return signed
+
+
+async def save_record(client: Client, match_id: bytes, out: Path | None) -> dict[str, Any]:
+    """Fetch the signed record of ``match_id``, write its canonical bytes to ``out`` (if given)
+    and verify it, pinned to the server's key; the verification report (``VerifyReport.to_dict``,
+    with ``match`` and ``file``)."""
+    from seabattle.protocol.record import verify_record
+
+    signed = await fetch_record(client, match_id, out)
     report = verify_record(signed, referee_key=client.server_key).to_dict()
     report["match"] = match_id.hex()
     report["file"] = None if out is None else str(out)

@@ -96,11 +96,10 @@ async def _bot_server(
             else:
                 say(f"match {res.match_id.hex()}: {_bot_line(res, client.player)}")
             if save and res.ended:
-                from seabattle.protocol.record import dump_record
+                from .cli_lobby import fetch_record
 
-                signed = await client.get_record(res.match_id)
                 out = Path(save) / f"{res.match_id.hex()}.sbr"
-                out.write_bytes(dump_record(signed))
+                await fetch_record(client, res.match_id, out)
                 say(f"  record saved to {out}")
         say(f"{wins}/{games} won")
     return 0
