@@ -240,7 +240,7 @@ class _Run:
         self.check(out)
 
     def check(self, out: list[Send]) -> None:
-        for to, msg in out:
+        for to, msg, _member in out:
             assert to and to & ALL == to, f"{msg.TAG} sent to audience {to}"
             assert isinstance(msg, m.Message)
             m.frame(msg, max_frame=MAX_S2C_FRAME)
