@@ -7,11 +7,15 @@ benchmark does.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 from click.testing import CliRunner
-from seabattle.client.bench import BARS, FIGURES, bench, local_record, time_verify
+from seabattle.client.bench import BARS, FIGURES, bench, judge, local_record, time_verify
+from seabattle.client.bench.figures import GENERATOR_LIMIT_PCT
+from seabattle.client.bench.players import Scenario, _BarePlayer, _make_run, _Pace
 from seabattle.protocol.rules import preset
 
 
@@ -74,3 +78,74 @@ def test_bad_options_are_usage_errors() -> None:
     assert r.exit_code == 2
     r = CliRunner().invoke(bench, ["--server", "nowhere"])
     assert r.exit_code == 2
+
+
+async def test_a_match_behind_its_pace_skips_the_slots_it_missed_keeping_its_phase(
+    autojump_clock: Any,
+) -> None:
+    # After a stall, firing every missed shot back to back would deepen the queue being measured.
+    run = _make_run(Scenario("blind", 1, pace=2.0), preset("classic"), 1)
+    shooter = _BarePlayer(run, _Pace(phase=0.5), 0, bytes(16))
+    run.paces.append(shooter.pace)
+    run.start_firing()  # the first shot is due at 0.5
+    run.measuring = True
+    shooter._next_slot()  # it goes on time: the next is due one pace later
+    assert shooter.pace.next_at == pytest.approx(2.5) and run.skipped == 0
+    await trio.sleep(7.0)  # a stall: the shot due at 2.5 goes late, at 7
+    shooter._next_slot()
+    # Not the two that were due at 4.5 and 6.5 right behind it: the next is the 8.5 one.
+    assert shooter.pace.next_at == pytest.approx(8.5)
+    assert run.skipped == 2
+
+
+def _result(pace: float, *, kb: float, generator: float = 50.0) -> dict[str, Any]:
+    figures = {
+        "rtt_p50_ms": 1.0,
+        "rtt_p99_ms": 2.0,
+        "shots_per_s": 100.0,
+        "server_kb_per_conn": kb,
+        "connections": 20,
+        "client_cpu_pct": generator,
+        "generator_bound": int(generator > GENERATOR_LIMIT_PCT),
+    }
+    return {
+        "label": f"blind, 10 matches, pace {pace}",
+        "mode": "blind",
+        "matches": 10,
+        "pace": pace,
+        "target": figures,
+        "baseline": None,
+        "ratios": {"rtt_p50_ms": 1.5, "shots_per_s": 0.6},
+    }
+
+
+def test_the_memory_bar_is_judged_on_human_pace_only() -> None:
+    verify = {"ms_per_game": 4.0, "source": "local"}
+    # At bot speed the kept finished matches grow memory with time: no per-connection figure.
+    bars = judge([_result(0.0, kb=2242.0)], verify)
+    assert bars["server_kb_per_conn"]["ok"] is None
+    assert bars["server_kb_per_conn"]["value"] is None
+    bars = judge([_result(0.0, kb=2242.0), _result(2.0, kb=19.0)], verify)
+    assert bars["server_kb_per_conn"]["ok"] is True
+    assert bars["server_kb_per_conn"]["value"] == 19.0
+
+
+def test_a_bar_measured_with_a_saturated_generator_says_so() -> None:
+    verify = {"ms_per_game": 4.0, "source": "local"}
+    bars = judge([_result(0.0, kb=1.0, generator=97.0)], verify)
+    assert "generator over 85 %" in bars["bot_throughput_ratio"]["measured_on"]
+    bars = judge([_result(0.0, kb=1.0, generator=60.0)], verify)
+    assert "generator" not in bars["bot_throughput_ratio"]["measured_on"]
+
+
+def test_a_sweep_is_drawn_with_plot(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "sweep.png"
+    report = _run(
+        "--matches", "1,2", "--duration", "0.3", "--mode", "custody", "--no-baseline",
+        "--plot", str(out),
+    )  # fmt: skip
+    assert [sc["matches"] for sc in report["scenarios"]] == [1, 2]
+    # Every run says whether the generator was its bottleneck.
+    assert all("generator_bound" in sc["target"] for sc in report["scenarios"])
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -14,6 +14,7 @@ from .children import JOURNAL_ENV
 from .figures import MODES
 from .measure import run_bench
 from .players import Scenario
+from .plot import plot_report
 from .report import _strip, print_report
 
 __all__ = ["QUICK", "bench"]
@@ -82,6 +83,14 @@ QUICK = (
     default=None,
     help="cProfile each started server into this folder (slows it down).",
 )
+@click.option(
+    "--plot",
+    "plot_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Draw RTT p50/p99 and CPU per shot against matches into this file (.png, .svg; the"
+    " [plot] extra: matplotlib).",
+)
 def bench(
     server: str | None,
     server_pid: int | None,
@@ -97,6 +106,7 @@ def bench(
     no_baseline: bool,
     journal: bool,
     profile_dir: Path | None,
+    plot_file: Path | None,
 ) -> None:
     """Load-test a server with bot matches; every figure also as a ratio to a bare trio baseline."""
     if rules not in PRESETS:
@@ -125,3 +135,5 @@ def bench(
         click.echo(json.dumps(_strip(report), indent=2))
     else:
         print_report(report, console)
+    if plot_file is not None:
+        plot_report(report, plot_file)

@@ -13,7 +13,7 @@ from typing import Any
 
 import trio
 
-__all__ = ["BARS", "FIGURES", "HUMAN_BAR_MATCHES", "MODES", "machine"]
+__all__ = ["BARS", "FIGURES", "GENERATOR_LIMIT_PCT", "HUMAN_BAR_MATCHES", "MODES", "machine"]
 
 MODES = ("blind", "custody")
 #: Figures of one run, in report order: (key, label, unit, better).
@@ -40,6 +40,9 @@ BARS: dict[str, tuple[str, float, str]] = {
     "verify_ms_per_game": ("verify_record, ms per game", 5.0, "<="),
 }
 HUMAN_BAR_MATCHES = 5000  #: the human-pace p99 bar is set for this many matches
+#: A run whose load generator used more of its core than this is flagged: past it, the generator
+#: queues shots itself, and the figures are partly its own.
+GENERATOR_LIMIT_PCT = 85.0
 
 
 def _cpu_seconds(pid: int | None) -> float | None:

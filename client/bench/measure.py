@@ -28,7 +28,15 @@ from seabattle.protocol.record import load_record
 from seabattle.protocol.rules import RuleSet, ShotMode, preset
 
 from .children import _child
-from .figures import FIGURES, _cpu_seconds, _machine_busy_seconds, _raise_nofile, _rss_kb, machine
+from .figures import (
+    FIGURES,
+    GENERATOR_LIMIT_PCT,
+    _cpu_seconds,
+    _machine_busy_seconds,
+    _raise_nofile,
+    _rss_kb,
+    machine,
+)
 from .players import _LOST, Scenario, _make_run, _Pace, _Player, _Run, _setup_bare, _setup_match
 from .records import local_record, time_verify_fresh
 from .report import judge
@@ -159,6 +167,7 @@ async def drive(
         progress.update(task, completed=sc.duration, visible=False)
     cpu = None if cpu0 is None or cpu1 is None else cpu1 - cpu0
     shots = run.shots
+    client_cpu = 100 * (c1 - c0) / window if window > 0 else None
     # Whatever else kept the machine busy during the window: a noisy neighbour skews figures.
     other = None
     if busy0 is not None and busy1 is not None and window > 0:
@@ -184,7 +193,9 @@ async def drive(
         "server_cpu_us_per_shot": None if cpu is None or not shots else 1e6 * cpu / shots,
         "server_rss_kb": rss1,
         "server_kb_per_conn": None if rss0 is None or rss1 is None else (rss1 - rss0) / conns,
-        "client_cpu_pct": 100 * (c1 - c0) / window if window > 0 else None,
+        "client_cpu_pct": client_cpu,
+        "generator_bound": client_cpu is not None and client_cpu > GENERATOR_LIMIT_PCT,
+        "pace_slots_skipped": run.skipped,
         "other_cpu_pct": other,
         "matches_finished": run.matches_done,
         "errors": dict(run.errors),
@@ -228,9 +239,12 @@ def _median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "rtt_mean_ms",
         "matches_finished",
         "other_cpu_pct",
+        "pace_slots_skipped",
     ):
         vals = [r[key] for r in runs if r.get(key) is not None]
         out[key] = statistics.median(vals) if vals else None
+    # How many of the runs the generator was the bottleneck of (0: none, as it should be).
+    out["generator_bound"] = sum(1 for r in runs if r.get("generator_bound"))
     errors: Counter[str] = Counter()
     for r in runs:
         errors.update(r.get("errors", {}))

@@ -71,6 +71,7 @@ class _Run:
     rtts: list[float] = field(default_factory=list)
     shots: int = 0
     shots_total: int = 0
+    skipped: int = 0  #: human-pace slots that passed while a match was behind, not fired
     matches_done: int = 0
     finished: list[bytes] = field(default_factory=list)
     errors: Counter[str] = field(default_factory=Counter)
@@ -125,6 +126,25 @@ class _Shooter:
             run.held.append(self)
             return
         self.wake_at = max(pace.next_at, trio.current_time()) if sc.pace > 0 else -math.inf
+
+    def _next_slot(self) -> None:
+        """A shot goes now: the match's next one is due one pace later, on its own phase.
+
+        After a stall (of the server or of this process) the slots that passed are skipped and
+        counted, not fired back to back: a burst of late shots would deepen the very queue the
+        round trips measure, and the run would report the stall twice."""
+        step = self.run.scenario.pace
+        if step <= 0:
+            return
+        pace = self.pace
+        due = pace.next_at + step
+        now = trio.current_time()
+        if due < now:
+            behind = math.floor((now - due) / step) + 1
+            due += behind * step
+            if self.run.measuring:
+                self.run.skipped += behind
+        pace.next_at = due
 
     def release(self) -> None:
         """The go was given while this seat held its turn: schedule the shot."""
@@ -258,8 +278,7 @@ class _Player(_Shooter):
         self.next_cell += 1
         self.seq += 1
         pace.shots += 1
-        if run.scenario.pace > 0:
-            pace.next_at = max(pace.next_at + run.scenario.pace, trio.current_time())
+        self._next_slot()
         self.sent_at = time.perf_counter()
         await self.send(m.Fire(self.match, self.game, (cell,), 0, self.seq))
 
@@ -405,8 +424,7 @@ class _BarePlayer(_Shooter):
         self.next_cell += 1
         self.n += 1
         pace.shots += 1
-        if run.scenario.pace > 0:
-            pace.next_at = max(pace.next_at + run.scenario.pace, trio.current_time())
+        self._next_slot()
         self.sent_at = time.perf_counter()
         if run.scenario.mode == "blind":
             # What the defender gets from the server: the shot, to answer.

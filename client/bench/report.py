@@ -10,7 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from .figures import BARS, FIGURES, HUMAN_BAR_MATCHES, MODES
+from .figures import BARS, FIGURES, GENERATOR_LIMIT_PCT, HUMAN_BAR_MATCHES, MODES
 
 __all__ = ["judge", "print_report"]
 
@@ -48,15 +48,23 @@ def judge(results: list[dict[str, Any]], verify: dict[str, Any]) -> dict[str, An
     values["human_p99_ms"] = (h["target"]["rtt_p99_ms"], h["label"]) if h else (None, "")
     # The bar is for 5,000 matches; fewer show the figure without deciding the bar.
     partial_human = h is not None and h["matches"] < HUMAN_BAR_MATCHES
-    with_mem = [r for r in results if r["target"]["server_kb_per_conn"] is not None]
+    # Only human-pace runs judge memory: at bot speed matches finish by the hundred, and the
+    # finished matches the server keeps (up to Limits.finished_kept) grow its memory with time,
+    # not with connections, so RSS over connections is no per-connection figure there.
+    with_mem = [r for r in human if r["target"]["server_kb_per_conn"] is not None]
     if with_mem:
         # Per-connection memory is best measured where there are the most connections.
         r = max(with_mem, key=lambda r: r["target"]["connections"] or 0)
         values["server_kb_per_conn"] = (r["target"]["server_kb_per_conn"], r["label"])
+    elif any(r["target"]["server_kb_per_conn"] is not None for r in bot):
+        values["server_kb_per_conn"] = (None, "bot speed only: not a per-connection figure")
     values["verify_ms_per_game"] = (verify.get("ms_per_game"), f"{verify['source']} records")
+    bound = {r["label"] for r in results if _generator_bound(r)}
     out = {}
     for name, (what, limit, op) in BARS.items():
         value, where = values.get(name, (None, ""))
+        if where in bound:
+            where += f" (generator over {GENERATOR_LIMIT_PCT:g} %)"
         ok = None if value is None else (value <= limit if op == "<=" else value >= limit)
         if name == "human_p99_ms" and partial_human:
             ok = None
@@ -69,6 +77,11 @@ def judge(results: list[dict[str, Any]], verify: dict[str, Any]) -> dict[str, An
             "ok": ok,
         }
     return out
+
+
+def _generator_bound(result: dict[str, Any]) -> bool:
+    """Whether the generator was over its limit in a run of ``result`` (target or baseline)."""
+    return any((result[side] or {}).get("generator_bound") for side in ("target", "baseline"))
 
 
 def _fmt(v: float | None, digits: int = 2) -> str:
@@ -115,6 +128,26 @@ def print_report(report: dict[str, Any], console: Console) -> None:
             _fmt(base.get("other_cpu_pct")),
             "",
         )
+        flagged = [
+            f"{side} {n} of {sc['repeat']}"
+            for side, fig in (("seabattle", sc["target"]), ("baseline", base))
+            if (n := fig.get("generator_bound"))
+        ]
+        if flagged:
+            t.add_row(
+                f"[red]load generator over {GENERATOR_LIMIT_PCT:g} % of its core[/]",
+                "; ".join(flagged) + " runs: partly the generator's figures",
+                "",
+                "",
+            )
+        skipped = [fig.get("pace_slots_skipped") for fig in (sc["target"], base)]
+        if any(skipped):
+            t.add_row(
+                "human-pace shots skipped (a match was behind)",
+                _fmt(skipped[0], 0),
+                _fmt(skipped[1], 0),
+                "",
+            )
         errs = sc["target"]["errors"]
         if errs:
             t.add_row("errors", ", ".join(f"{k} x{v}" for k, v in errs.items()), "", "")
