@@ -1,5 +1,6 @@
-"""Talking to the server: :class:`Probe`, one raw connection whose every frame is traced, and
-:class:`Table`, a match whose two seats the suite plays.
+"""Talking to the server: :class:`Probe`, one raw connection whose every frame is traced (a
+:class:`Traced`, as the client side's connection is too), and :class:`Table`, a match whose two
+seats the suite plays.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from seabattle.protocol.verdict import Defender
 
 from .results import CaseFailed, Trace
 
-__all__ = ["AGENT", "NOISE", "RULES", "Probe", "Table", "describe"]
+__all__ = ["AGENT", "NOISE", "RULES", "Probe", "Table", "Traced", "describe"]
 
 
 #: A small rule set (partial form, section 7.4) so that whole games take a few dozen messages.
@@ -71,16 +72,126 @@ def _err(code: int) -> str:
         return f"unknown code {code}"
 
 
-class Probe:
+class Traced:
+    """A raw connection whose every frame is traced: the suite as a client (:class:`Probe`) or
+    as the server (:class:`~.serve_stage.Remote`).
+
+    Messages go out as frames, and what comes in is decoded by the strict rules of section 2: a
+    frame or a message that breaks them fails the case. Failures name the other end (``other``)
+    after ``prefix``; trace lines start with ``sent_as`` or ``got_as``.
+    """
+
+    #: The other end as failures name it, and the section an invalid message of it is cited by.
+    other, cite = "the server", ""
+
+    def __init__(
+        self,
+        stream: trio.abc.Stream,
+        trace: Trace,
+        timeout: float,
+        decoder: FrameDecoder,
+        *,
+        sent_as: str,
+        got_as: str,
+        prefix: str = "",
+    ) -> None:
+        self.stream = stream
+        self.trace = trace
+        self.timeout = timeout
+        self.decoder = decoder
+        self.eof = False
+        self.sent_as, self.got_as, self.prefix = sent_as, got_as, prefix
+
+    def failed(self, text: str) -> CaseFailed:
+        """The failure ``text`` describes, as this end reports it."""
+        return CaseFailed(self.prefix + text)
+
+    async def send(self, msg: m.Message) -> None:
+        """Send one message."""
+        self.trace.sent.append(f"{self.sent_as}: {describe(msg)}")
+        await self._write(encode_frame(m.encode(msg)))
+
+    async def send_raw(self, data: bytes, what: str) -> None:
+        """Send bytes as they are (hand-made frames)."""
+        shown = data.hex(" ") if len(data) <= 24 else data[:24].hex(" ") + " ..."
+        self.trace.sent.append(f"{self.sent_as}: {what} [{shown}]")
+        await self._write(data)
+
+    async def _write(self, data: bytes) -> None:
+        try:
+            await self.stream.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as e:
+            raise self.failed(f"{self.other} closed the connection ({e})") from None
+
+    async def recv(self, timeout: float | None = None) -> m.Message | None:
+        """The next message, or ``None`` at the end of the stream; fails after ``timeout``."""
+        limit = self.timeout if timeout is None else timeout
+        with trio.move_on_after(limit):
+            while True:
+                try:
+                    body = self.decoder.next_frame()
+                except RemoteProtocolError as e:
+                    self._undecodable(e)
+                    raise self.failed(
+                        f"{self.other} sent a frame that breaks section 2: {e}"
+                    ) from None
+                if body is not None:
+                    return self._accept(body)
+                if self.eof:
+                    return None
+                try:
+                    data = await self.stream.receive_some(65536)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    data = b""
+                if data:
+                    self.decoder.feed(data)
+                    continue
+                self.eof = True
+                self.trace.got.append(f"{self.got_as}: <end of stream>")
+                self._ended()
+        self.trace.got.append(f"{self.got_as}: <nothing within {limit:g} s>")
+        raise self.failed(self._silence(limit))
+
+    def _accept(self, body: dict[str, Any]) -> m.Message:
+        """The message ``body`` decodes to, traced; fails the case where it may not come."""
+        try:
+            msg = m.decode(body)
+        except RemoteProtocolError as e:
+            self.trace.got.append(f"{self.got_as}: invalid message {_short(body)}")
+            raise self.failed(f"{self.other} sent an invalid message{self.cite}: {e}") from None
+        self.trace.got.append(f"{self.got_as}: {describe(msg)}")
+        self._check(msg)
+        return msg
+
+    def _check(self, msg: m.Message) -> None:
+        """Fail the case if ``msg`` may not come from the other end (a server: 2.4)."""
+        if msg.DIR is m.Dir.C2S:
+            raise self.failed(f"{self.other} sent {msg.TAG!r}, a client-to-server message")
+
+    def _undecodable(self, e: RemoteProtocolError) -> None:
+        """What a frame that could not be decoded leaves in the trace (nothing, by default)."""
+
+    def _ended(self) -> None:
+        """What the end of the stream checks beyond itself (nothing, by default)."""
+
+    def _silence(self, limit: float) -> str:
+        """The failure when nothing came within ``limit`` seconds."""
+        return f"{self.other} sent nothing within {limit:g} s"
+
+    async def aclose(self) -> None:
+        """Close the connection."""
+        with trio.move_on_after(1):
+            await self.stream.aclose()
+
+
+class Probe(Traced):
     """One connection to the server under test, speaking raw frames; every frame is traced."""
 
     def __init__(self, stream: trio.abc.Stream, trace: Trace, name: str, timeout: float) -> None:
-        self.stream = stream
-        self.trace = trace
+        super().__init__(
+            stream, trace, timeout, FrameDecoder(), sent_as=name, got_as=name, prefix=f"{name}: "
+        )
         self.name = name
-        self.timeout = timeout
-        self.decoder = FrameDecoder()
-        self.eof = False
         self.key = Ed25519PrivateKey.generate()
         self.pub = self.key.public_key().public_bytes_raw()
         self.player = ""
@@ -94,67 +205,17 @@ class Probe:
         self._ids += 1
         return self._ids
 
-    async def send(self, msg: m.Message) -> None:
-        """Send one message."""
-        self.trace.sent.append(f"{self.name}: {describe(msg)}")
-        await self._write(encode_frame(m.encode(msg)))
+    def _undecodable(self, e: RemoteProtocolError) -> None:
+        self.trace.got.append(f"{self.name}: undecodable frame: {e}")
 
-    async def send_raw(self, data: bytes, what: str) -> None:
-        """Send bytes as they are (hand-made frames)."""
-        shown = data.hex(" ") if len(data) <= 24 else data[:24].hex(" ") + " ..."
-        self.trace.sent.append(f"{self.name}: {what} [{shown}]")
-        await self._write(data)
-
-    async def _write(self, data: bytes) -> None:
+    def _ended(self) -> None:
         try:
-            await self.stream.send_all(data)
-        except (trio.BrokenResourceError, trio.ClosedResourceError) as e:
-            raise CaseFailed(f"{self.name}: the server closed the connection ({e})") from None
-
-    async def recv(self, timeout: float | None = None) -> m.Message | None:
-        """The next message, or ``None`` at the end of the stream; fails after ``timeout``."""
-        limit = self.timeout if timeout is None else timeout
-        with trio.move_on_after(limit):
-            while True:
-                try:
-                    body = self.decoder.next_frame()
-                except RemoteProtocolError as e:
-                    self.trace.got.append(f"{self.name}: undecodable frame: {e}")
-                    raise CaseFailed(
-                        f"{self.name}: the server sent a frame that breaks section 2: {e}"
-                    ) from None
-                if body is not None:
-                    return self._accept(body)
-                if self.eof:
-                    return None
-                try:
-                    data = await self.stream.receive_some(65536)
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    data = b""
-                if not data:
-                    self.eof = True
-                    self.trace.got.append(f"{self.name}: <end of stream>")
-                    try:
-                        self.decoder.eof()
-                    except RemoteProtocolError as e:
-                        raise CaseFailed(f"{self.name}: stream ended inside a frame: {e}") from None
-                else:
-                    self.decoder.feed(data)
-        self.trace.got.append(f"{self.name}: <nothing within {limit:g} s>")
-        raise CaseFailed(f"{self.name}: nothing arrived within {limit:g} s")
-
-    def _accept(self, body: dict[str, Any]) -> m.Message:
-        try:
-            msg = m.decode(body)
+            self.decoder.eof()
         except RemoteProtocolError as e:
-            self.trace.got.append(f"{self.name}: invalid message {_short(body)}")
-            raise CaseFailed(f"{self.name}: the server sent an invalid message: {e}") from None
-        self.trace.got.append(f"{self.name}: {describe(msg)}")
-        if msg.DIR is m.Dir.C2S:
-            raise CaseFailed(
-                f"{self.name}: the server sent {msg.TAG!r}, a client-to-server message"
-            )
-        return msg
+            raise self.failed(f"stream ended inside a frame: {e}") from None
+
+    def _silence(self, limit: float) -> str:
+        return f"nothing arrived within {limit:g} s"
 
     async def expect(
         self, *types: type[m.Message], noise: tuple[type[m.Message], ...] = NOISE
@@ -251,11 +312,6 @@ class Probe:
         if isinstance(ans, m.Error):
             raise CaseFailed(f"{self.name}: request refused with {_err(ans.code)}: {ans.msg}")
         return dict(ans.data)
-
-    async def aclose(self) -> None:
-        """Close the connection."""
-        with trio.move_on_after(1):
-            await self.stream.aclose()
 
 
 @dataclass(slots=True)

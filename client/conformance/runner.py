@@ -1,12 +1,14 @@
-"""Running the cases and reporting them: one case judged (:func:`run_case`), a selection run
-against one server (:func:`run_suite`), and the report as a rich table.
+"""Running the cases and reporting them: one case judged (:func:`run_case`; :func:`judge` and
+:func:`result` serve the client cases too), a selection run against one server
+(:func:`run_suite`), and the report as a rich table.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 import trio
 from seabattle.protocol.errors import ProtocolError
@@ -14,7 +16,10 @@ from seabattle.protocol.errors import ProtocolError
 from .results import CaseFailed, CaseResult, NotImplementedCase, Outcome, Report, Trace
 from .suite import CASES, Case, Suite
 
-__all__ = ["render_table", "run_case", "run_suite"]
+if TYPE_CHECKING:
+    from .serve_cases import ClientCase
+
+__all__ = ["judge", "render_table", "result", "run_case", "run_suite"]
 
 
 def _selected(c: Case, only: Sequence[str]) -> bool:
@@ -23,31 +28,27 @@ def _selected(c: Case, only: Sequence[str]) -> bool:
     return any(c.id.startswith(o) or c.section.startswith(o) for o in only)
 
 
-async def run_case(s: Suite, c: Case, case_timeout: float) -> CaseResult:
-    """Run one case and judge it."""
-    t = Trace(expected=[c.expected])
-    start = time.monotonic()
-    outcome, detail = Outcome.PASSED, ""
+async def judge(run: Callable[[], Awaitable[None]], case_timeout: float) -> tuple[Outcome, str]:
+    """Run a case's body within ``case_timeout`` seconds; its verdict and why (``""`` if it
+    passed). What the other end did wrong at the protocol or socket level fails the case."""
     try:
         with trio.fail_after(case_timeout):
-            await c.run(s, t)
+            await run()
     except CaseFailed as e:
-        outcome, detail = Outcome.FAILED, str(e)
+        return Outcome.FAILED, str(e)
     except NotImplementedCase as e:
-        outcome, detail = Outcome.NOT_IMPLEMENTED, str(e)
+        return Outcome.NOT_IMPLEMENTED, str(e)
     except trio.TooSlowError:
-        outcome, detail = Outcome.FAILED, f"the case did not finish within {case_timeout:g} s"
+        return Outcome.FAILED, f"the case did not finish within {case_timeout:g} s"
     except (ProtocolError, OSError, trio.BrokenResourceError) as e:
-        outcome, detail = Outcome.FAILED, f"{type(e).__name__}: {e}"
-    finally:
-        opened, s.opened = s.opened, []
-        for p in opened:
-            if not p.keep:
-                await p.aclose()
-    if t.notes and outcome is Outcome.PASSED:
-        detail = "; ".join(t.notes)
-    elif t.notes:
-        detail += " (" + "; ".join(t.notes) + ")"
+        return Outcome.FAILED, f"{type(e).__name__}: {e}"
+    return Outcome.PASSED, ""
+
+
+def result(
+    c: Case | ClientCase, t: Trace, outcome: Outcome, detail: str, start: float
+) -> CaseResult:
+    """The report entry of case ``c``, begun at ``start`` (``time.monotonic``)."""
     return CaseResult(
         c.id,
         c.section,
@@ -60,6 +61,24 @@ async def run_case(s: Suite, c: Case, case_timeout: float) -> CaseResult:
         detail,
         time.monotonic() - start,
     )
+
+
+async def run_case(s: Suite, c: Case, case_timeout: float) -> CaseResult:
+    """Run one case and judge it."""
+    t = Trace(expected=[c.expected])
+    start = time.monotonic()
+    try:
+        outcome, detail = await judge(partial(c.run, s, t), case_timeout)
+    finally:
+        opened, s.opened = s.opened, []
+        for p in opened:
+            if not p.keep:
+                await p.aclose()
+    if t.notes and outcome is Outcome.PASSED:
+        detail = "; ".join(t.notes)
+    elif t.notes:
+        detail += " (" + "; ".join(t.notes) + ")"
+    return result(c, t, outcome, detail, start)
 
 
 async def run_suite(

@@ -8,9 +8,9 @@ import time
 from collections.abc import Callable, Sequence
 
 import trio
-from seabattle.protocol.errors import ProtocolError
 
-from .results import CaseFailed, CaseResult, NotImplementedCase, Outcome, Report, Trace
+from .results import CaseResult, Outcome, Report, Trace
+from .runner import judge, result
 from .serve_cases import CLIENT_CASES, ClientCase
 from .serve_stage import Launcher, Stage
 
@@ -23,25 +23,6 @@ def _selected(c: ClientCase, peer: bool, only: Sequence[str]) -> bool:
     return not only or any(c.id.startswith(o) or c.section.startswith(o) for o in only)
 
 
-async def _judge(
-    c: ClientCase, stage: Stage, nursery: trio.Nursery, case_timeout: float
-) -> tuple[Outcome, str]:
-    try:
-        with trio.fail_after(case_timeout):
-            await stage.open(nursery)
-            await c.run(stage, stage.trace)
-        stage.check_alive()
-    except CaseFailed as e:
-        return Outcome.FAILED, str(e)
-    except NotImplementedCase as e:
-        return Outcome.NOT_IMPLEMENTED, str(e)
-    except trio.TooSlowError:
-        return Outcome.FAILED, f"the case did not finish within {case_timeout:g} s"
-    except (ProtocolError, OSError, trio.BrokenResourceError) as e:
-        return Outcome.FAILED, f"{type(e).__name__}: {e}"
-    return Outcome.PASSED, ""
-
-
 async def run_client_case(
     c: ClientCase, launcher: Launcher, *, timeout: float, settle: float, case_timeout: float
 ) -> CaseResult:
@@ -50,8 +31,14 @@ async def run_client_case(
     start = time.monotonic()
     stage = Stage(launcher, t, timeout, settle)
     async with trio.open_nursery() as nursery:
+
+        async def run() -> None:
+            await stage.open(nursery)
+            await c.run(stage, stage.trace)
+            stage.check_alive()
+
         try:
-            outcome, detail = await _judge(c, stage, nursery, case_timeout)
+            outcome, detail = await judge(run, case_timeout)
             crashed = stage.crashed  # what the client does once it is stopped does not count
         finally:
             await stage.close()
@@ -60,18 +47,7 @@ async def run_client_case(
         detail += f" (the client crashed: {crashed})"
     if t.notes:
         detail = "; ".join([detail, *t.notes]) if detail else "; ".join(t.notes)
-    return CaseResult(
-        c.id,
-        c.section,
-        c.title,
-        c.quote,
-        outcome,
-        t.sent,
-        t.expected,
-        t.got,
-        detail,
-        time.monotonic() - start,
-    )
+    return result(c, t, outcome, detail, start)
 
 
 async def run_client_suite(

@@ -15,11 +15,10 @@ from dataclasses import dataclass, field
 
 import trio
 from seabattle.protocol import messages as m
-from seabattle.protocol.codec import FrameDecoder, encode_frame
-from seabattle.protocol.errors import RemoteProtocolError
+from seabattle.protocol.codec import FrameDecoder
 from seabattle.protocol.session import MAX_C2S_FRAME
 
-from .probe import _short, describe
+from .probe import Traced, describe
 from .results import CaseFailed, Trace
 
 __all__ = ["Launcher", "Remote", "Stage", "command_launcher"]
@@ -53,69 +52,19 @@ def command_launcher(argv: Sequence[str]) -> Launcher:
     return launch
 
 
-class Remote:
+class Remote(Traced):
     """The client under test's connection, seen from the server's side; every frame is traced."""
 
+    other, cite = "the client", " (2.4)"
+
     def __init__(self, stream: trio.abc.Stream, trace: Trace, timeout: float) -> None:
-        self.stream = stream
-        self.trace = trace
-        self.timeout = timeout
-        self.decoder = FrameDecoder(MAX_C2S_FRAME)
-        self.eof = False
+        super().__init__(
+            stream, trace, timeout, FrameDecoder(MAX_C2S_FRAME), sent_as="S", got_as="C"
+        )
         self.peer = False  #: a peer session: game messages travel both ways (6.7)
         self.ids: set[int] = set()  #: request ids and shot seqs the client used (4.4)
 
-    async def send(self, msg: m.Message) -> None:
-        """Send one message."""
-        self.trace.sent.append(f"S: {describe(msg)}")
-        await self._write(encode_frame(m.encode(msg)))
-
-    async def send_raw(self, data: bytes, what: str) -> None:
-        """Send bytes as they are (hand-made frames)."""
-        shown = data.hex(" ") if len(data) <= 24 else data[:24].hex(" ") + " ..."
-        self.trace.sent.append(f"S: {what} [{shown}]")
-        await self._write(data)
-
-    async def _write(self, data: bytes) -> None:
-        try:
-            await self.stream.send_all(data)
-        except (trio.BrokenResourceError, trio.ClosedResourceError) as e:
-            raise CaseFailed(f"the client closed the connection ({e})") from None
-
-    async def recv(self, timeout: float | None = None) -> m.Message | None:
-        """The client's next message, or ``None`` at the end of the stream."""
-        limit = self.timeout if timeout is None else timeout
-        with trio.move_on_after(limit):
-            while True:
-                try:
-                    body = self.decoder.next_frame()
-                except RemoteProtocolError as e:
-                    raise CaseFailed(
-                        f"the client sent a frame that breaks section 2: {e}"
-                    ) from None
-                if body is not None:
-                    return self._accept(body)
-                if self.eof:
-                    return None
-                try:
-                    data = await self.stream.receive_some(65536)
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    data = b""
-                if not data:
-                    self.eof = True
-                    self.trace.got.append("C: <end of stream>")
-                    continue
-                self.decoder.feed(data)
-        self.trace.got.append(f"C: <nothing within {limit:g} s>")
-        raise CaseFailed(f"the client sent nothing within {limit:g} s")
-
-    def _accept(self, body: dict[str, object]) -> m.Message:
-        try:
-            msg = m.decode(body)
-        except RemoteProtocolError as e:
-            self.trace.got.append(f"C: invalid message {_short(body)}")
-            raise CaseFailed(f"the client sent an invalid message (2.4): {e}") from None
-        self.trace.got.append(f"C: {describe(msg)}")
+    def _check(self, msg: m.Message) -> None:
         if msg.DIR is m.Dir.S2C and not (self.peer and msg.TAG == "start"):
             raise CaseFailed(f"the client sent {msg.TAG!r}, a server-to-client message (2.4)")
         rid = getattr(msg, "id", None) if msg.TAG != "ping" else None
@@ -125,7 +74,6 @@ class Remote:
             if rid in self.ids:
                 raise CaseFailed(f"the client used id/seq {rid} twice (4.4: ids and seqs unique)")
             self.ids.add(rid)
-        return msg
 
     async def expect(self, *types: type[m.Message]) -> m.Message:
         """The client's next message other than ``pong``; it must be one of ``types``.
@@ -160,11 +108,6 @@ class Remote:
                 await self.send(m.Pong(msg.n))
                 continue
             before.append(msg)
-
-    async def aclose(self) -> None:
-        """Close the connection."""
-        with trio.move_on_after(1):
-            await self.stream.aclose()
 
 
 @dataclass
