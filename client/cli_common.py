@@ -192,14 +192,17 @@ def _ssl_why(e: BaseException) -> str:
     return str(e) or type(e).__name__
 
 
-def run_client(conn: Conn, fn: Callable[[], Any]) -> Any:
-    """``trio.run(fn)`` for a command talking to ``conn``'s server: whatever ends it early is
-    one line on stderr and a non-zero exit (Ctrl-C: 130), never a traceback."""
+def run_client(
+    conn: Conn, fn: Callable[[], Any], runner: Callable[[Callable[[], Any]], Any] = trio.run
+) -> Any:
+    """``trio.run(fn)`` (or ``runner(fn)``: the game screen's) for a command talking to
+    ``conn``'s server: whatever ends it early is one line on stderr and a non-zero exit (Ctrl-C:
+    130), never a traceback."""
     from seabattle.client.wire import ConnectionClosed, RequestFailed
     from seabattle.protocol.errors import ProtocolError
 
     try:
-        return trio.run(fn)
+        return runner(fn)
     except BaseException as raised:
         e = _unwrap(raised)
         if isinstance(e, KeyboardInterrupt) or _only(raised, KeyboardInterrupt):
