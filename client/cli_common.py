@@ -193,7 +193,7 @@ def _ssl_why(e: BaseException) -> str:
 
 
 def run_client(
-    conn: Conn, fn: Callable[[], Any], runner: Callable[[Callable[[], Any]], Any] = trio.run
+    conn: Conn, fn: Callable[..., Any], runner: Callable[[Callable[..., Any]], Any] = trio.run
 ) -> Any:
     """``trio.run(fn)`` (or ``runner(fn)``: the game screen's) for a command talking to
     ``conn``'s server: whatever ends it early is one line on stderr and a non-zero exit (Ctrl-C:
