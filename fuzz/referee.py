@@ -240,7 +240,10 @@ class _Run:
         self.check(out)
 
     def check(self, out: list[Send]) -> None:
-        for to, msg, _member in out:
+        for send in out:
+            # By name, not by unpacking: team play adds a field (member) that this target's
+            # invariants do not depend on yet.
+            to, msg = send.to, send.msg
             assert to and to & ALL == to, f"{msg.TAG} sent to audience {to}"
             assert isinstance(msg, m.Message)
             m.frame(msg, max_frame=MAX_S2C_FRAME)
