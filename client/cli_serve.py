@@ -110,6 +110,13 @@ def _settings() -> Any:
     default=None,
     help="Seconds after which another node takes over the matches of a node that went silent.",
 )
+@click.option(
+    "--workers",
+    type=int,
+    default=None,
+    help="Server processes on this port (SO_REUSEPORT), one per core: each a node of one"
+    " cluster on the database (default 1).",
+)
 def serve(config: str | None, print_config: bool, **given: Any) -> None:
     """Run a referee server (one node of several, on PostgreSQL).
 

@@ -43,6 +43,7 @@ from .metrics import Metrics, serve_metrics
 from .session import Client, Heartbeat, Identity
 from .store import Store, StoreError, _is_postgres
 from .watch import WatchSite
+from .workers import shared_listener, supervise
 
 __all__ = ["main", "serve"]
 
@@ -77,6 +78,8 @@ async def serve(
     cluster: bool | None = None,
     advertise: str | None = None,
     cluster_config: ClusterConfig | None = None,
+    reuse_port: bool = False,
+    own: list[tuple[str, int]] | None = None,
 ) -> None:
     """Run the seabattle server on ``host:port`` until ``shutdown`` is set or it is cancelled.
 
@@ -92,6 +95,10 @@ async def serve(
     redirects, failover); ``None`` joins on PostgreSQL only. ``advertise`` is the ``host:port``
     other nodes send players to (default: the bound address); ``cluster_config`` overrides the
     cluster's timings (tests).
+    ``reuse_port``: one worker of several on this machine (:mod:`.workers`): ``host:port`` is
+    bound with ``SO_REUSEPORT``, shared with the other workers, and this worker also listens on
+    a port of its own, the one it advertises to the other nodes (a redirect must reach this
+    worker, not whichever the kernel picks), appended to ``own`` if given; it joins the cluster.
     """
     limits = limits or Limits()
     stats = stats if stats is not None else Metrics()
@@ -111,24 +118,31 @@ async def serve(
             direct = None if path == ":memory:" or "://" in path else DirectWriter(path)
             journal = Journal(store, window=limits.journal_window, direct=direct)
             await outer.start(journal.run)
-        lobby = Lobby(
-            store, key, matches, limits, stats, timers=timers, journal=journal, node=node
-        )
+        lobby = Lobby(store, key, matches, limits, stats, timers=timers, journal=journal, node=node)
         # Bound before the node registers (the address is in its tickets), accepting only once
         # its matches are taken up: the kernel holds early connections in the backlog meanwhile.
-        listeners: list[trio.abc.Listener[Any]] = list(
-            await trio.open_tcp_listeners(port, host=host)
+        listeners: list[trio.abc.Listener[Any]] = (
+            [await shared_listener(host, port)] if reuse_port else []
         )
+        # A worker's own port: the address it advertises.
+        listeners += await trio.open_tcp_listeners(0 if reuse_port else port, host=host)
         if tls is not None:
             listeners = [trio.SSLListener(ln, tls, https_compatible=False) for ln in listeners]
-        sock = _first_socket(listeners)
-        addr = sock.getsockname()[:2]
-        if cluster if cluster is not None else _is_postgres(os.fspath(db_path)):
+        addr = _first_socket(listeners).getsockname()[:2]
+        mine = _first_socket(listeners[1:]).getsockname()[:2] if reuse_port else addr
+        if own is not None:
+            own.append((mine[0], mine[1]))
+        if reuse_port or (cluster if cluster is not None else _is_postgres(os.fspath(db_path))):
             config = cluster_config or ClusterConfig(node)
             if config.node != node:
                 raise ValueError(f"cluster_config is node {config.node!r}'s, not {node!r}'s")
             if not config.addr:
-                config = dataclasses.replace(config, addr=advertise or _addr(addr))
+                if reuse_port:
+                    # Only the host of --advertise: its port is the shared one.
+                    where = advertise.rpartition(":")[0].strip("[]") if advertise else mine[0]
+                    config = dataclasses.replace(config, addr=_addr((where, mine[1])))
+                else:
+                    config = dataclasses.replace(config, addr=advertise or _addr(addr))
             clock = lobby.clock or Clock()
             lobby.cluster = Cluster(store, key, config, lambda: clock.wall(trio.current_time()))
             await lobby.cluster.register()
@@ -213,7 +227,6 @@ def _not_ready(lobby: Lobby) -> str | None:
 async def _cancel_when(event: trio.Event, scope: trio.CancelScope) -> None:
     await event.wait()
     scope.cancel()
-
 
 
 def _addr(addr: tuple[str, int]) -> str:
@@ -306,6 +319,8 @@ def main(
     advertise: str | None = None,
     lease: float = 10.0,
     limits: Limits | None = None,
+    workers: int = 1,
+    reuse_port: bool = False,
 ) -> None:
     """Run the server until SIGINT/SIGTERM (``seabattle serve``); prints where it listens.
 
@@ -316,7 +331,15 @@ def main(
     ``lease`` place the node among the others on its database (:func:`serve`, :mod:`.cluster`).
     ``limits``: the server's :class:`~.config.Limits` (``seabattle serve`` reads them with
     :mod:`.settings`). A file or folder it cannot use stops it with one line on stderr.
+    ``workers`` > 1 runs that many server processes on this port (:mod:`.workers`), each of
+    them this function with ``reuse_port``.
     """
+    if workers > 1:
+        kwargs = dict(locals())
+        del kwargs["workers"], kwargs["reuse_port"]
+        configure_logging(log_format)
+        supervise(workers, kwargs)
+        return
     if advertise is not None:
         _host, sep, aport = advertise.rpartition(":")
         if not sep or not _host or not aport.isdigit():
@@ -339,6 +362,7 @@ def main(
     stats = Metrics()
     metrics = (metrics_host, metrics_port) if metrics_port is not None else None
     started = False
+    own: list[tuple[str, int]] = []
 
     async def run() -> None:
         """Serve until a signal asks for the graceful shutdown (a second one: at once)."""
@@ -373,7 +397,11 @@ def main(
                         node=node,
                         cluster=cluster,
                         advertise=advertise,
-                        cluster_config=ClusterConfig(node, advertise or "", lease=lease),
+                        cluster_config=ClusterConfig(
+                            node, "" if reuse_port else advertise or "", lease=lease
+                        ),
+                        reuse_port=reuse_port,
+                        own=own,
                         task_status=task_status,
                     )
                     nursery.cancel_scope.cancel()  # the server is done: stop watching
@@ -387,6 +415,7 @@ def main(
                             **_listening(addr, db, key, tls is not None, stats.address),
                             "node": node,
                         }
+                        | ({"listening_own": _addr(own[0])} if own else {})
                     )
                 else:
                     print(f"seabattle server listening on {addr[0]}:{addr[1]}")

@@ -82,6 +82,13 @@ OPTIONS: dict[str, Option] = {
         lo=0.5,
         hi=3600,
     ),
+    "workers": Option(
+        int,
+        1,
+        "server processes on this port, sharing the store as cluster nodes do",
+        lo=1,
+        hi=256,
+    ),
     "handshake_timeout": _limit(
         "handshake_timeout",
         "seconds from connecting to authenticated",

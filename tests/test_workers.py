@@ -1,0 +1,103 @@
+"""``seabattle serve --workers N``: N server processes on one port and one store, as an operator
+runs them (real processes, real TCP, port 0): players on different workers play one match, the
+stop is graceful for every worker, and what cannot work is one line."""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import trio
+from helpers import SMALL
+from seabattle.client import api
+from seabattle.client.bots import make_strategy
+from seabattle.protocol.record import verify_record
+from test_user_errors import CLI, one_error, seabattle
+
+
+def _start(tmp: Path, *args: str) -> tuple[subprocess.Popen[str], dict[str, Any]]:
+    proc = subprocess.Popen(
+        [*CLI, "serve", "--port", "0", "--key", str(tmp / "k"), "--json", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stdout is not None
+    return proc, json.loads(proc.stdout.readline())
+
+
+def _hostport(addr: str) -> tuple[str, int]:
+    host, _, port = addr.rpartition(":")
+    return host, int(port)
+
+
+async def _play(match: api.MatchHandle, seed: int) -> api.BotResult:
+    return await api.play_match(match, make_strategy("random"), random.Random(seed))
+
+
+async def test_two_workers_share_the_port_and_the_store(tmp_path: Path) -> None:
+    proc, status = await trio.to_thread.run_sync(
+        _start, tmp_path, "--db", str(tmp_path / "db"), "--workers", "2"
+    )
+    try:
+        workers = status["workers"]
+        assert len(workers) == 2
+        assert len({w["pid"] for w in workers}) == 2
+        assert len({w["own"] for w in workers}) == 2
+        one, two = (_hostport(w["own"]) for w in workers)
+        shared = (status["host"], status["port"])
+        # Host and guest reach different workers: the guest joins across, and one of them is
+        # sent to the worker the match runs on.
+        async with api.connect(*one, name="host") as host, api.connect(*two, name="guest") as g:
+            match, invite = await host.create(SMALL, "blind")
+            assert invite is not None
+            joined = await g.join(invite)
+            async with trio.open_nursery() as n:
+                n.start_soon(_play, match, 1)
+                n.start_soon(_play, joined, 2)
+            assert len(host.moves + g.moves) == 1
+        # Any worker, through the shared port, serves the record.
+        async with api.connect(*shared, name="reader") as reader:
+            verify_record(await reader.get_record(match.id))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = await trio.to_thread.run_sync(proc.communicate)
+    assert proc.returncode == 0
+    stopped = json.loads(out.splitlines()[-1])
+    assert stopped["event"] == "stopped" and stopped["workers"] == 2
+    assert sum(stopped["matches_finished"].values()) == 1
+
+
+def test_workers_need_the_cluster(tmp_path: Path) -> None:
+    r = seabattle(
+        "serve", "--port", "0", "--db", str(tmp_path / "db"), "--key", str(tmp_path / "k"),
+        "--workers", "2", "--no-cluster",
+    )  # fmt: skip
+    one_error(r, "--no-cluster")
+
+
+def test_a_store_the_workers_cannot_open_is_one_line(tmp_path: Path) -> None:
+    r = seabattle(
+        "serve", "--port", "0", "--db", str(tmp_path / "no" / "such" / "db"),
+        "--key", str(tmp_path / "k"), "--workers", "2",
+    )  # fmt: skip
+    one_error(r, str(tmp_path / "no"))
+
+
+def test_a_port_in_use_is_one_line(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        r = seabattle(
+            "serve", "--port", port, "--db", str(tmp_path / "db"), "--key", str(tmp_path / "k"),
+            "--workers", "2",
+        )  # fmt: skip
+    one_error(r, f"127.0.0.1:{port}")
