@@ -149,3 +149,13 @@ def test_a_sweep_is_drawn_with_plot(tmp_path: Path) -> None:
     # Every run says whether the generator was its bottleneck.
     assert all("generator_bound" in sc["target"] for sc in report["scenarios"])
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_started_server_may_run_several_workers() -> None:
+    report = _run(
+        "--workers", "2", "--matches", "2", "--duration", "0.5", "--mode", "custody",
+        "--no-baseline",
+    )  # fmt: skip
+    assert report["target"].endswith("2 workers")
+    (sc,) = report["scenarios"]
+    _check_figures(sc["target"])

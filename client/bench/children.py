@@ -124,6 +124,8 @@ async def bare_server(
 
 #: ``0`` in the environment: the started server keeps no journal (``bench --no-journal``).
 JOURNAL_ENV = "SEABATTLE_BENCH_JOURNAL"
+#: the database of ``bench --workers`` (unset: a SQLite file in the run's folder)
+DB_ENV = "SEABATTLE_BENCH_DB"
 #: seconds the started server's journal waits to group moves (``bench --journal-window``)
 WINDOW_ENV = "SEABATTLE_BENCH_JOURNAL_WINDOW"
 
@@ -209,15 +211,34 @@ def _child_main(argv: list[str]) -> None:
             prof.dump_stats(profile)
 
 
+def _workers_argv(workdir: Path, workers: int, env: dict[str, str]) -> list[str]:
+    """``seabattle serve --workers`` as the server under test, with the bench's limits."""
+    limits = _bench_limits()
+    for name in ("shutdown_grace", "flush_timeout", "journal", "journal_window"):
+        env[f"SEABATTLE_{name.upper()}"] = str(getattr(limits, name))
+    # The most the settings allow (the in-process server lifts them further).
+    env.update(
+        SEABATTLE_RATE="1000000", SEABATTLE_BURST="1000000", SEABATTLE_MAX_CLIENTS="10000000"
+    )
+    cli = "from seabattle.client.cli import main; main()"
+    db, key = str(workdir / "bench.sqlite"), str(workdir / "server.key")
+    where = ["--port", "0", "--db", os.environ.get(DB_ENV) or db, "--key", key]
+    return [sys.executable, "-c", cli, "serve", "--workers", str(workers), *where, "--json"]
+
+
 @contextlib.contextmanager
 def _child(
-    kind: str, workdir: Path, *, cpu: int | None, profile: str | None
-) -> Iterator[tuple[tuple[str, int], int]]:
-    """Start a child process serving ``kind``; yield its address and pid; stop it after."""
+    kind: str, workdir: Path, *, cpu: int | None, profile: str | None, workers: int = 1
+) -> Iterator[tuple[tuple[str, int] | list[tuple[str, int]], int | list[int]]]:
+    """Start a child process serving ``kind``; yield its address and pid (with ``workers`` > 1,
+    each worker's address, and every process's pid: the supervisor's and its workers'); stop it
+    after."""
     env = dict(os.environ)
     if cpu is not None:
         env[_CHILD_ENV] = str(cpu)
     argv = [sys.executable, "-m", "seabattle.client.bench", kind, str(workdir), profile or ""]
+    if workers > 1:
+        argv = _workers_argv(workdir, workers, env)
     with open(workdir / f"{kind}.stderr", "ab") as err:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, env=env)
     try:
@@ -229,7 +250,15 @@ def _child(
             raise click.ClickException(f"the {kind} process did not start:\n{detail}")
         info = json.loads(line)
         host, _, port = info["listening"].rpartition(":")
-        yield (host, int(port)), int(info["pid"])
+        if workers > 1:
+            # Each worker's own address: the bench's players do not follow redirects, so the
+            # two of a match go to one worker, and matches go round the workers (what the kernel
+            # does with the shared port, SO_REUSEPORT, tests/test_workers.py checks).
+            pids = [proc.pid] + [int(w["pid"]) for w in info["workers"]]
+            own = [w["own"].rpartition(":") for w in info["workers"]]
+            yield [(h, int(p)) for h, _, p in own], pids
+        else:
+            yield (host, int(port)), int(info["pid"])
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)

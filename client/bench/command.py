@@ -10,7 +10,7 @@ import click
 from rich.console import Console
 from seabattle.protocol.rules import PRESETS, preset
 
-from .children import JOURNAL_ENV
+from .children import DB_ENV, JOURNAL_ENV
 from .figures import MODES
 from .measure import run_bench
 from .players import Scenario
@@ -91,6 +91,19 @@ QUICK = (
     help="Draw RTT p50/p99 and CPU per shot against matches into this file (.png, .svg; the"
     " [plot] extra: matplotlib).",
 )
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="The started server runs this many processes (serve --workers).",
+)
+@click.option(
+    "--db",
+    default=None,
+    help="With --workers: the database (default: a fresh SQLite file per run; a URL must name an"
+    " empty database, one bench run per database).",
+)
 def bench(
     server: str | None,
     server_pid: int | None,
@@ -107,6 +120,8 @@ def bench(
     journal: bool,
     profile_dir: Path | None,
     plot_file: Path | None,
+    workers: int,
+    db: str | None,
 ) -> None:
     """Load-test a server with bot matches; every figure also as a ratio to a bare trio baseline."""
     if rules not in PRESETS:
@@ -120,6 +135,8 @@ def bench(
         ]
     # The started server reads it (children.bench_limits); the environment reaches the child.
     os.environ[JOURNAL_ENV] = "1" if journal else "0"
+    if db:
+        os.environ[DB_ENV] = db
     console = Console(stderr=as_json, width=max(Console().width, 110))
     report = run_bench(
         scenarios,
@@ -130,6 +147,7 @@ def bench(
         rules=preset(rules),
         profile_dir=profile_dir,
         console=Console(stderr=True),
+        workers=workers,
     )
     if as_json:
         click.echo(json.dumps(_strip(report), indent=2))

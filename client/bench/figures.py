@@ -45,8 +45,12 @@ HUMAN_BAR_MATCHES = 5000  #: the human-pace p99 bar is set for this many matches
 GENERATOR_LIMIT_PCT = 85.0
 
 
-def _cpu_seconds(pid: int | None) -> float | None:
-    """utime + stime of ``pid`` (all its threads), in seconds; ``None`` if unreadable."""
+def _cpu_seconds(pid: int | list[int] | None) -> float | None:
+    """utime + stime of ``pid`` (all its threads; of every process of a list), in seconds;
+    ``None`` if unreadable."""
+    if isinstance(pid, list):
+        each = [_cpu_seconds(p) for p in pid]
+        return None if not each or None in each else sum(x or 0.0 for x in each)
     if pid is None:
         return None
     try:
@@ -59,8 +63,11 @@ def _cpu_seconds(pid: int | None) -> float | None:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
-def _rss_kb(pid: int | None) -> int | None:
-    """VmRSS of ``pid`` in KB; ``None`` if unreadable."""
+def _rss_kb(pid: int | list[int] | None) -> int | None:
+    """VmRSS of ``pid`` (the sum over a list) in KB; ``None`` if unreadable."""
+    if isinstance(pid, list):
+        each = [_rss_kb(p) for p in pid]
+        return None if not each or None in each else sum(x or 0 for x in each)
     if pid is None:
         return None
     try:

@@ -81,8 +81,8 @@ def _percentile(values: list[float], q: float) -> float | None:
 
 async def drive(
     sc: Scenario,
-    addr: tuple[str, int],
-    pid: int | None,
+    addr: tuple[str, int] | list[tuple[str, int]],
+    pid: int | list[int] | None,
     *,
     bare: bool,
     rules: RuleSet,
@@ -90,8 +90,11 @@ async def drive(
     progress: Progress | None = None,
     verify_records: int = 0,
 ) -> dict[str, Any]:
-    """Run scenario ``sc`` against ``addr`` (process ``pid``, if local); return its figures."""
+    """Run scenario ``sc`` against ``addr`` (process ``pid``, or processes, if local); return
+    its figures."""
     run = _make_run(sc, rules, seed)
+    # Several addresses (the workers of one server): matches go round them.
+    addrs = addr if isinstance(addr, list) else [addr]
     rss0 = _rss_kb(pid)
     setup = _setup_bare if bare else _setup_match
     conns = sc.matches * (1 if bare and sc.mode == "custody" else 2)
@@ -110,7 +113,7 @@ async def drive(
             nonlocal ready
             async with limiter:
                 try:
-                    await setup(run, addr, i, nursery, seed * 100_003 + i)
+                    await setup(run, addrs[i % len(addrs)], i, nursery, seed * 100_003 + i)
                 except (*_LOST, click.ClickException) as e:
                     run.errors[f"setup failed ({type(e).__name__})"] += 1
             ready += 1
@@ -159,7 +162,7 @@ async def drive(
         records: list[dict[str, Any]] = []
         if verify_records and not bare:
             with trio.move_on_after(30):
-                records = await _fetch_records(addr, run, verify_records)
+                records = await _fetch_records(addrs[0], run, verify_records)
         nursery.cancel_scope.cancel()
     gc.set_threshold(*gc_threshold)
     gc.unfreeze()
@@ -274,8 +277,11 @@ def run_bench(
     profile_dir: Path | None = None,
     console: Console | None = None,
     verify_records: int = 20,
+    workers: int = 1,
 ) -> dict[str, Any]:
-    """Run every scenario ``repeat`` times against the target and the baseline; the report."""
+    """Run every scenario ``repeat`` times against the target and the baseline; the report.
+    ``workers`` > 1: the started server is ``seabattle serve --workers`` (not pinned: its
+    workers share the machine's cores with the generator)."""
     rules = rules or preset("classic")
     if rules.shots is not ShotMode.SINGLE or rules.radar or rules.team_size != 1:
         raise click.ClickException("the bench plays single-shot rules without radar or teams")
@@ -333,7 +339,9 @@ def run_bench(
                                 profile_dir.mkdir(parents=True, exist_ok=True)
                                 name = f"{sc.mode}-{sc.matches}-{sc.pace:g}-{kind}.pstats"
                                 prof = str(profile_dir / name)
-                            with _child(kind, work, cpu=0 if pin else None, profile=prof) as (
+                            many = workers if kind == "server" else 1
+                            cpu = 0 if pin and many == 1 else None
+                            with _child(kind, work, cpu=cpu, profile=prof, workers=many) as (
                                 addr,
                                 pid,
                             ):
@@ -385,8 +393,10 @@ def run_bench(
     return {
         "machine": machine(),
         "rules": rules.name,
-        "target": f"{server[0]}:{server[1]}" if server else "self-started server",
-        "pinned": pin,
+        "target": f"{server[0]}:{server[1]}"
+        if server
+        else "self-started server" + (f", {workers} workers" if workers > 1 else ""),
+        "pinned": pin and workers == 1,
         "scenarios": results,
         "verify": verify,
         "bars": judge(results, verify),
