@@ -82,6 +82,7 @@ class ErrorCode(IntEnum):
     ILLEGAL_FLEET = 4011
     WRONG_PHASE = 4012
     ALREADY_COMMITTED = 4013
+    NOT_CAPTAIN = 4014
 
     # 5xxx proofs and records
     BAD_PROOF = 5001
@@ -173,6 +174,8 @@ MEANINGS: dict[ErrorCode, str] = {
     ErrorCode.ILLEGAL_FLEET: "The fleet breaks the rules (custody `place`); place again.",
     ErrorCode.WRONG_PHASE: "The game is not in a phase that accepts this input.",
     ErrorCode.ALREADY_COMMITTED: "The seat has committed its fleet already.",
+    ErrorCode.NOT_CAPTAIN: "Team play: only the team's captain (member 0) places, answers, reveals "
+    "and resigns.",
     ErrorCode.BAD_PROOF: "An opening does not match the commitment, or is malformed.",
     ErrorCode.VERDICT_MISMATCH: "A verdict contradicts its own openings or the rules.",
     ErrorCode.MIRRORED_COMMITMENT: "A commitment repeats leaves of the opponent's commitment.",

@@ -274,7 +274,8 @@ class Game:
         return None
 
     def caller(self, seat: int) -> int:
-        """Which team member of ``seat`` calls the next shot (rotating after every turn)."""
+        """Which team member of ``seat`` is due to call the next shot: the rotation of 002, one
+        member after another, a turn each (the referee skips one who is away, spec 6.8)."""
         return self.shots_taken[seat] % self.rules.team_size
 
     def shot_count(self, seat: int) -> int:
@@ -393,8 +394,10 @@ class Game:
         self._seat(seat)
         if seat != self.turn:
             raise Refused(ErrorCode.NOT_YOUR_TURN, f"seat {self.turn} is to move")
-        if member != self.caller(seat):
-            raise Refused(ErrorCode.NOT_CALLER, f"team member {self.caller(seat)} calls this turn")
+        # Which member calls is the referee's rule (spec 6.8: it skips a member who is away, a
+        # fact no transcript holds); the game holds the caller to the team.
+        if not 0 <= member < self.rules.team_size:
+            raise Refused(ErrorCode.NOT_CALLER, f"the team has no member {member}")
 
     def _lose_shot(self, seat: int, why: str) -> list[GameEvent]:
         self.shots_taken[seat] += 1

@@ -840,6 +840,31 @@ class OpponentStatus(Message):
     grace: int
 
 
+# Team play (capability ``teams``, spec 6.8): who sits on each team, and who calls each turn.
+
+
+@message("team", Dir.S2C)
+@dataclass(frozen=True, slots=True)
+class Team(Message):
+    """The members of ``seat``'s team, by member number (``members[0]`` is its captain, the
+    seat's player in ``start``), as player ids."""
+
+    match: bytes
+    seat: int
+    members: tuple[str, ...]
+
+
+@message("turn", Dir.S2C)
+@dataclass(frozen=True, slots=True)
+class Turn(Message):
+    """Team play: member ``member`` of ``seat``'s team calls the next shot of game ``game``."""
+
+    match: bytes
+    game: int
+    seat: int
+    member: int
+
+
 # Peer play: the commit-reveal coin for the first shot.
 
 

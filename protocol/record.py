@@ -9,6 +9,10 @@ Theory of operation (``spec/protocol.md`` section "Records"):
       game = {"number": n, "first": seat, "transcript": Game.transcript,
               "roots": [root0, root1], "outcome": {"winner", "reason", "detail": ""} | None}
 
+  A team match (spec 6.8) also carries ``"teams": [[key, ...], [key, ...]]``, each seat's
+  members by member number (``teams[s][0]`` is ``players[s]``), so that the ``member`` of every
+  shot entry names the player who called it.
+
   The outcome in a record carries its machine-readable ``reason`` only: ``detail`` is ``""``,
   since its prose is this implementation's and another could not sign the same head (the prose
   travels unsigned, in ``game_over``). Version 1 records kept the prose; they still verify.
@@ -94,8 +98,10 @@ def build_record(
     match: Match,
     players: Iterable[bytes | Ed25519PublicKey],
     referee: bytes | Ed25519PublicKey | None,
+    teams: Iterable[Iterable[bytes | Ed25519PublicKey]] | None = None,
 ) -> dict[str, Any]:
-    """The record of ``match`` as played so far, between ``players`` and under ``referee``.
+    """The record of ``match`` as played so far, between ``players`` and under ``referee``
+    (``teams``: each seat's members, in a team match with one player per member).
 
     ``referee`` is ``None`` in peer play. The shell calls :meth:`Match.game_over` after every game
     it finishes, as in live play; the replay does the same, so the recorded ``result`` agrees.
@@ -122,6 +128,11 @@ def build_record(
         ],
         "result": match.to_dict(),
     }
+    if teams is not None:
+        record["teams"] = [
+            [_key_bytes(k, f"seat {s} member {i}") for i, k in enumerate(team)]
+            for s, team in enumerate(teams)
+        ]
     built: dict[str, Any] = canonical(record)
     return built
 

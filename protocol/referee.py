@@ -128,10 +128,12 @@ def seat_bit(seat: int) -> int:
 
 
 class Send(NamedTuple):
-    """Send ``msg`` to ``to``, a bit set of :data:`SEAT0`, :data:`SEAT1` and :data:`SPECTATORS`."""
+    """Send ``msg`` to ``to``, a bit set of :data:`SEAT0`, :data:`SEAT1` and :data:`SPECTATORS`;
+    with ``member`` (team play), to that member of the one seat ``to`` names only."""
 
     to: int
     msg: m.Message
+    member: int | None = None
 
 
 def lot(secret: bytes, game: int) -> int:
@@ -145,6 +147,8 @@ class Referee:
 
     __slots__ = (
         "_announced",
+        "_away",
+        "_called",
         "_clock_key",
         "_gone_at",
         "_left",
@@ -159,6 +163,7 @@ class Referee:
         "mode",
         "players",
         "rules",
+        "teams",
         "urgent",
     )
 
@@ -170,11 +175,23 @@ class Referee:
         mode: str,
         players: tuple[str, str],
         lot: bytes | None,
+        teams: tuple[tuple[str, ...], tuple[str, ...]] | None = None,
     ) -> None:
         """A match about to start; ``lot`` is the secret the lot of each game is drawn from
-        (``None``: each lot is fed with :meth:`draw`, or comes as a ``set_first`` input)."""
+        (``None``: each lot is fed with :meth:`draw`, or comes as a ``set_first`` input).
+
+        ``teams``: team play with one connection per member (spec 6.8), each seat's members by
+        member number, ``teams[s][0] == players[s]`` (the captain); the referee then names each
+        turn's caller (``turn``), skipping members who are away. ``None``: one player per seat,
+        who calls for every member in the order of the rotation (002 on one connection).
+        """
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}")
+        if teams is not None and (
+            len(teams) != 2
+            or any(len(t) != rules.team_size or t[0] != p for t, p in zip(teams, players, strict=True))
+        ):
+            raise ValueError("teams: team_size members a seat, the seat's player first")
         self.match_id = match_id
         self.rules = rules
         self.mode = mode
@@ -194,6 +211,11 @@ class Referee:
         self._out: list[Send] = []
         self.urgent: int | None = None
         self.accepted: list[GameInput] = []
+        self.teams = teams
+        #: Team play: the members of each seat who are away (a seat is away when all are).
+        self._away: tuple[set[int], set[int]] = (set(), set())
+        #: Team play: the last ``turn`` announced, as (game, transcript length, seat, member).
+        self._called: tuple[int, int, int, int] | None = None
 
     # -- what the shell reads -------------------------------------------------------------------
 
@@ -201,6 +223,18 @@ class Referee:
     def game(self) -> Game | None:
         """The current (or last) game."""
         return self.match.game
+
+    def caller(self, seat: int) -> int:
+        """The member of ``seat``'s team who calls its next shot: the one the rotation names
+        (:meth:`.game.Game.caller`) or, in team play, the first after it who is not away (spec
+        6.8); when all are away, the one the rotation names."""
+        g = self.match.game
+        due = g.caller(seat) if g is not None else 0
+        away = self._away[seat]
+        if self.teams is None or not away:
+            return due
+        k = self.rules.team_size
+        return next(((due + i) % k for i in range(k) if (due + i) % k not in away), due)
 
     def shed(self) -> None:
         """Drop the games of a finished match (a shell that keeps it, its record stored, for
@@ -247,6 +281,11 @@ class Referee:
         # SHOULD (6.6): a spectator gets no start, and reads the boards with these.
         view["rules"] = self.rules.to_dict()
         view["players"] = list(self.players)
+        if self.teams is not None:
+            view["teams"] = [list(t) for t in self.teams]
+            view["away"] = [sorted(a) for a in self._away]
+        if g is not None:
+            view["callers"] = [self.caller(0), self.caller(1)]
         if g is not None and None not in g.commitments:
             # A client resuming mid-game checks the opponent's openings against these.
             view["commitments"] = [c.to_dict() for c in g.commitments if c is not None]
@@ -265,17 +304,31 @@ class Referee:
 
     # -- inputs ---------------------------------------------------------------------------------
 
+    def team_messages(self) -> list[m.Team]:
+        """The ``team`` messages of a team match (none otherwise): who plays on each seat."""
+        if self.teams is None:
+            return []
+        return [m.Team(self.match_id, s, self.teams[s]) for s in (0, 1)]
+
     def start(self, now: float) -> list[Send]:
-        """Begin the match: each seat's ``start``, then the first game."""
+        """Begin the match: each seat's ``start`` (and, in team play, both ``team`` messages),
+        then the first game."""
         self._begin()
         self._put(SEAT0, self.start_message(0))
         self._put(SEAT1, self.start_message(1))
+        for msg in self.team_messages():
+            self._put(ALL, msg)
         self._next_game()
         self._rearm(now)
         return self._done()
 
-    def receive(self, seat: int, msg: m.Message, now: float) -> list[Send]:
-        """Apply one game message from ``seat``; raises :class:`ProtocolError` to refuse it."""
+    def receive(
+        self, seat: int, msg: m.Message, now: float, member: int | None = None
+    ) -> list[Send]:
+        """Apply one game message from ``seat``; raises :class:`ProtocolError` to refuse it.
+
+        ``member``: in team play, the sender's member number (``None``: the seat's player, who
+        is its captain, or the one connection that plays every member without team play)."""
         self._begin()
         g = self.match.game
         if self.match.over:
@@ -288,6 +341,11 @@ class Referee:
         inp: GameInput
         seq: int | None = None
         kind = type(msg)  # the moves of every shot first: exact types, no union to build
+        if kind is m.Fire or kind is m.Radar:
+            if self.rules.team_size > 1:
+                self._check_caller(g, seat, cast("m.Fire | m.Radar", msg), member)
+        elif member and self.teams is not None:
+            raise Refused(ErrorCode.NOT_CAPTAIN, f"{msg.TAG!r} is for the team's captain")
         if kind is m.Fire:
             msg = cast(m.Fire, msg)
             seq = msg.seq
@@ -398,21 +456,41 @@ class Referee:
             self._rearm(now)
         return self._done()
 
-    def seat_gone(self, seat: int, now: float) -> list[Send]:
-        """``seat``'s connection ended: its grace period starts; the opponent is told."""
+    def seat_gone(self, seat: int, now: float, member: int = 0) -> list[Send]:
+        """``seat``'s connection ended: its grace period starts; the opponent is told. In team
+        play, ``member``'s did: the seat is away once every member is (the caller passes on)."""
         self._begin()
+        if self.teams is not None:
+            self._away[seat].add(member)
+            if len(self._away[seat]) < self.rules.team_size:
+                return self._done()
         self._gone_at[seat] = now
         if not self.match.over:
             grace = self.rules.clocks.grace
             self._put(seat_bit(1 - seat), m.OpponentStatus(self.match_id, seat, False, grace))
         return self._done()
 
-    def seat_back(self, seat: int, now: float) -> list[Send]:
-        """``seat`` is played again: it gets ``start`` and a snapshot, the opponent is told."""
+    def seat_back(self, seat: int, now: float, member: int = 0) -> list[Send]:
+        """``seat`` is played again: it gets ``start`` and a snapshot, the opponent is told. In
+        team play, by ``member``: it alone gets them (and both ``team`` messages); the opponent
+        is told only if the whole team was away."""
         self._begin()
+        bit = seat_bit(seat)
+        if self.teams is not None:
+            away = self._away[seat]
+            was_away = len(away) == self.rules.team_size
+            away.discard(member)
+            self._put(bit, self.start_message(seat), member)
+            for msg in self.team_messages():
+                self._put(bit, msg, member)
+            self._put(bit, self.snapshot(seat, now), member)
+            if was_away:
+                self._gone_at[seat] = None
+                self._put(seat_bit(1 - seat), m.OpponentStatus(self.match_id, seat, True, 0))
+            return self._done()
         self._gone_at[seat] = None
-        self._put(seat_bit(seat), self.start_message(seat))
-        self._put(seat_bit(seat), self.snapshot(seat, now))
+        self._put(bit, self.start_message(seat))
+        self._put(bit, self.snapshot(seat, now))
         self._put(seat_bit(1 - seat), m.OpponentStatus(self.match_id, seat, True, 0))
         return self._done()
 
@@ -441,10 +519,32 @@ class Referee:
         self.accepted.clear()
 
     def _done(self) -> list[Send]:
+        if self.teams is not None:
+            self._name_caller()
         return self._out
 
-    def _put(self, to: int, msg: m.Message) -> None:
-        self._out.append(Send(to, msg))
+    def _put(self, to: int, msg: m.Message, member: int | None = None) -> None:
+        self._out.append(Send(to, msg, member))
+
+    def _check_caller(self, g: Game, seat: int, msg: m.Fire | m.Radar, member: int | None) -> None:
+        """Team play: refuse a shot its member may not call (spec 6.8)."""
+        if member is not None and msg.member != member:
+            raise Refused(ErrorCode.NOT_CALLER, f"you are member {member}, not {msg.member}")
+        if g.phase is _FIRING and g.turn == seat:  # otherwise the game says what is wrong
+            due = self.caller(seat)
+            if msg.member != due:
+                raise Refused(ErrorCode.NOT_CALLER, f"team member {due} calls this turn")
+
+    def _name_caller(self) -> None:
+        """Team play: announce who calls the next shot when that changed (a turn, an absence)."""
+        g = self.match.game
+        if g is None or g.phase is not _FIRING or g.turn is None:
+            return
+        seat = g.turn
+        called = (g.number, len(g.transcript), seat, self.caller(seat))
+        if called != self._called:
+            self._called = called
+            self._put(ALL, m.Turn(self.match_id, g.number, seat, called[3]))
 
     def _key(self, seat: int) -> bytes:
         """The public key of ``seat``'s player (its id is the key in hex)."""

@@ -112,6 +112,8 @@ _PEER_INBOUND = {
 _PEER = "peer"  # the capability (spec 4.2)
 REDIRECT = "redirect"
 """The capability of a client that follows ``redirect`` to another node of a cluster (4.10)."""
+TEAMS = "teams"
+"""The capability of a client that plays team matches, one session per member (6.8)."""
 
 
 def auth_payload(challenge: bytes, server_key: bytes, client_key: bytes) -> bytes:

@@ -41,7 +41,8 @@ REASONS: dict[str, str] = {
     "bad_signature": "A signature does not verify over the head.",
     "untrusted_referee": "The verifier was told which referee key to trust, and the record names "
     "another (or none).",
-    "bad_rules": "The rule set cannot be built, or `rules` is not its full form exactly.",
+    "bad_rules": "The rule set cannot be built, or `rules` is not its full form exactly, or a "
+    "team match's `teams` do not have `team_size` members each.",
     "transcript_invalid": "A game's transcript does not replay: an entry the game refuses, an "
     "entry not in the form the game logs, a game numbered out of order, or a game after one that "
     "did not end.",
@@ -121,8 +122,10 @@ def _check_shape(signed: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     if not isinstance(signed, dict) or set(signed) != {"record", "sigs"}:
         raise RecordError("a signed record is a map {record, sigs}")
     rec, sigs = signed["record"], signed["sigs"]
-    if not isinstance(rec, dict) or set(rec) != _RECORD_KEYS:
-        raise RecordError(f"a record is a map of {', '.join(sorted(_RECORD_KEYS))}")
+    if not isinstance(rec, dict) or set(rec) - {"teams"} != _RECORD_KEYS:
+        raise RecordError(
+            f"a record is a map of {', '.join(sorted(_RECORD_KEYS))} (and teams, spec 6.8)"
+        )
     if not _is_int(rec["v"]) or rec["v"] not in VERSIONS:
         raise RecordError(
             f"record version {rec['v']!r}; this verifier reads {', '.join(map(str, VERSIONS))}"
@@ -132,6 +135,14 @@ def _check_shape(signed: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     players = rec["players"]
     if not isinstance(players, list) or len(players) != 2 or not all(map(_is_key, players)):
         raise RecordError("players are two 32-byte keys")
+    teams = rec.get("teams")
+    if teams is not None and (
+        not isinstance(teams, list)
+        or len(teams) != 2
+        or not all(isinstance(t, list) and t and all(map(_is_key, t)) for t in teams)
+        or [t[0] for t in teams] != players
+    ):
+        raise RecordError("teams are two lists of 32-byte keys, each headed by its seat's player")
     if rec["referee"] is not None and not _is_key(rec["referee"]):
         raise RecordError("referee is a 32-byte key or nil")
     if not isinstance(rec["games"], list) or not isinstance(rec["result"], dict):
@@ -333,6 +344,9 @@ def verify_record(signed: Any, *, referee_key: bytes | None = None) -> VerifyRep
     else:
         if rules.to_dict() != rec["rules"]:
             problems.append("bad_rules: the rules are not in their full canonical form")
+        teams = rec.get("teams")
+        if teams is not None and any(len(t) != rules.team_size for t in teams):
+            problems.append(f"bad_rules: teams of {rules.team_size} members, the rules say")
         m = Match(rules, rec["match"], compact=False)
         for number, gd in enumerate(rec["games"], 1):
             summary, go_on = _replay_game(m, gd, number, problems, rec["v"], rec["players"])

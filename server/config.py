@@ -65,6 +65,8 @@ class Peer(Protocol):
     name: str
     #: the session agreed the capability ``redirect``: it may be sent to another node
     follows: bool
+    #: the session agreed the capability ``teams``: it may play a member of a team (spec 6.8)
+    teams: bool
 
     def send(self, msg: m.Message) -> None:
         """Queue ``msg``; never blocks (a peer that cannot keep up is dropped instead)."""

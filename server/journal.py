@@ -25,9 +25,11 @@ its matches are told and ended (``failed``).
 Entries (msgpack arrays; ``t`` is wall-clock seconds, see :class:`Clock`):
 
 * ``["start", lot, public, t]``: the match began; ``lot`` is the secret its lots are drawn from;
+  a team match's is ``["start", lot, public, teams, t]``, ``teams`` each seat's members' ids;
 * ``["in", seat, message, t]``: the wire map of a game message the referee accepted from ``seat``;
 * ``["tick", t]``: time decided something (a clock ran out, a seat was away too long);
-* ``["gone", seat, t]``, ``["back", seat, t]``, ``["leave", seat, t]``: presence.
+* ``["gone", seat, t]``, ``["back", seat, t]``, ``["leave", seat, t]``: presence; in a team
+  match ``["gone", seat, member, t]`` and ``["back", seat, member, t]``, a member's own.
 
 What a stolen database reveals (``spec/protocol.md`` 13): in custody mode the ``place`` entries of
 running matches hold fleets and secrets; blind-mode entries hold only what both players were
@@ -107,15 +109,20 @@ class ReplayError(Exception):
     """A journal that cannot be replayed: the match it belongs to is ended as aborted."""
 
 
-def started(first: bytes) -> tuple[bytes, bool]:
-    """The lot secret and the public flag from a journal's first entry (:class:`ReplayError`)."""
+def started(first: bytes) -> tuple[bytes, bool, list[list[str]] | None]:
+    """The lot secret, the public flag and (a team match) each seat's members' ids from a
+    journal's first entry (:class:`ReplayError`)."""
     try:
-        kind, lot, public, _t = msgpack.unpackb(first, raw=False)
+        kind, lot, public, *teams, _t = msgpack.unpackb(first, raw=False)
         if kind != "start" or not isinstance(lot, bytes) or not isinstance(public, bool):
             raise ValueError("not a start entry")
+        if teams and not (
+            len(teams[0]) == 2 and all(isinstance(t, list) and t for t in teams[0])
+        ):
+            raise ValueError("teams are two lists of ids")
     except Exception as err:
         raise ReplayError(f"entry 0: the journal does not begin with its start ({err})") from None
-    return lot, public
+    return lot, public, teams[0] if teams else None
 
 
 def replay(core: Referee, entries: Iterable[bytes], clock: Clock) -> None:
@@ -135,9 +142,9 @@ def replay(core: Referee, entries: Iterable[bytes], clock: Clock) -> None:
             elif kind == "tick":
                 core.tick(now)
             elif kind == "gone":
-                core.seat_gone(int(rest[0]), now)
+                core.seat_gone(int(rest[0]), now, int(rest[1]) if len(rest) == 3 else 0)
             elif kind == "back":
-                core.seat_back(int(rest[0]), now)
+                core.seat_back(int(rest[0]), now, int(rest[1]) if len(rest) == 3 else 0)
             elif kind == "leave":
                 core.leave(int(rest[0]), now)
             else:

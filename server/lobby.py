@@ -114,13 +114,16 @@ class Lobby(LobbyState):
             return
         if ref is None:
             raise Refused(ErrorCode.NO_SUCH_MATCH, "no such running match")
-        seat = ref.seat_of(peer)
-        if seat is None:
+        found = ref.member_of(peer)
+        if found is None:
             raise Refused(ErrorCode.NOT_ALLOWED, "you do not play in this match")
+        seat, member = found
         if isinstance(msg, m.CoSign):
+            if member:
+                raise Refused(ErrorCode.NOT_CAPTAIN, "the team's captain co-signs its record")
             await add_cosign(ref, self.store, seat, msg)
         elif isinstance(msg, GAME_MESSAGES):
-            ref.handle(seat, msg)
+            ref.handle(seat, msg, None if ref.teams is None else member)
         else:
             raise RemoteProtocolError(ErrorCode.UNEXPECTED_MESSAGE, f"{msg.TAG!r} is not routed")
 
@@ -131,12 +134,13 @@ class Lobby(LobbyState):
         (a player who lost its token still gets back into a match it dropped out of).
         """
         for ref in _values(self._seated, peer.player):
-            seat = ref.seat_of_player(peer.player)
-            if seat is None:  # pragma: no cover - the index holds only the player's matches
+            found = ref.member_of_player(peer.player)
+            if found is None:  # pragma: no cover - the index holds only the player's matches
                 continue
-            old = ref.seats[seat].peer
+            seat, member = found
+            old = ref.slot(seat, member).peer
             if resume or old is None:
-                ref.attach(seat, peer)
+                ref.attach(seat, peer, member)
                 _add(self._present, peer, ref)
                 if old is not None and not self._is_present(ref, old):
                     _discard(self._present, old, ref)
@@ -222,6 +226,8 @@ class Lobby(LobbyState):
                     del offers[seat]
         for mid in _values(self._hosted, peer):
             self._cancel_open(mid)
+        for mid in _values(self._joining, peer):
+            self._left_team(peer, mid)
         for ref in _values(self._present, peer, pop=True):
             ref.detach(peer)
 
@@ -269,9 +275,10 @@ class Lobby(LobbyState):
         if hosted >= self.limits.open_per_peer:
             raise Refused(ErrorCode.NOT_ALLOWED, f"at most {hosted} open matches at a time")
         rules = await self._parse(msg.rules, msg.mode)
+        team = self._team_rules(peer, rules)
         mid = self._new_id()
-        invite = "".join(secrets.choice(_INVITE_ALPHABET) for _ in range(8))
-        movable = self.cluster is not None and peer.follows
+        invite = _invite_code()
+        movable = self.cluster is not None and peer.follows and not team
         await self.store.create_match(
             mid.hex(),
             canonical_pack(rules.to_dict()),
@@ -280,12 +287,20 @@ class Lobby(LobbyState):
             None,
             _now(),
             node=self.node,
-            public=msg.public,
-            invite=invite,
+            # A team match is joined on the node that holds it: no other node lists or finds it.
+            public=msg.public and not (team and self.cluster is not None),
+            invite=None if team and self.cluster is not None else invite,
             movable=movable,
         )
-        self.open[mid] = OpenMatch(mid, rules, msg.mode, msg.public, peer, invite, movable)
+        om = OpenMatch(mid, rules, msg.mode, msg.public, peer, invite, movable)
+        self.open[mid] = om
         self.invites[invite] = mid
+        answer: dict[str, Any] = {"match": mid, "invite": invite}
+        if team:
+            om.team_invites = (_invite_code(), _invite_code())
+            for code in om.team_invites:
+                self.invites[code] = mid
+            answer["teams"] = list(om.team_invites)
         _add(self._hosted, peer, mid)
         if movable and self.cluster is not None:
             self.cluster.waits(+1)
@@ -295,7 +310,18 @@ class Lobby(LobbyState):
             msg.mode,
             extra=peer_context(peer),
         )
-        return {"match": mid, "invite": invite}
+        return answer
+
+    @staticmethod
+    def _team_rules(peer: Peer, rules: RuleSet) -> bool:
+        """Whether ``rules`` are for teams (spec 6.8); refuses a session that cannot play them."""
+        if rules.team_size == 1:
+            return False
+        if not peer.teams:
+            raise Refused(
+                ErrorCode.NOT_ALLOWED, "team play needs the capability 'teams' (spec 6.8)"
+            )
+        return True
 
     async def _list(self, peer: Peer, msg: m.ListMatches) -> dict[str, Any]:
         if self.cluster is not None:
@@ -355,6 +381,8 @@ class Lobby(LobbyState):
             raise Refused(ErrorCode.NO_SUCH_MATCH, "no open match with that id")
         if om.host.player == peer.player:
             raise Refused(ErrorCode.NOT_ALLOWED, "you cannot play yourself")
+        if om.team_invites is not None:
+            return await self._join_team(peer, msg, om, code if msg.invite is not None else None)
         self._take_open(mid)
         try:
             await self.store.start_match(mid.hex(), peer.player, node=self.node)
@@ -364,6 +392,53 @@ class Lobby(LobbyState):
         peer.send(m.Ok(msg.id, {"match": mid}))
         self._start(mid, om.rules, om.mode, om.public, [om.host, peer])
         return None  # answered above: the ok goes out before the match's start
+
+    async def _join_team(
+        self, peer: Peer, msg: m.Join, om: OpenMatch, code: str | None
+    ) -> dict[str, Any] | None:
+        """Join a team of an open team match (spec 6.8): its ``ok`` waits until both are full."""
+        self._team_rules(peer, om.rules)
+        assert om.team_invites is not None
+        k = om.rules.team_size
+        joined = om.joined
+        if any(w.peer.player == peer.player for w in joined[0] + joined[1]):
+            raise Refused(ErrorCode.NOT_ALLOWED, "you are in this match already")
+        sizes = (1 + len(joined[0]), len(joined[1]))
+        if code in om.team_invites:
+            seat = om.team_invites.index(code)
+            if sizes[seat] == k:
+                raise Refused(ErrorCode.MATCH_FULL, f"team {seat} is full")
+        else:
+            seat = 0 if sizes[0] < sizes[1] else 1
+        joined[seat].append(_Waiting(peer, msg.id))
+        _add(self._joining, peer, om.match_id)
+        if len(joined[0]) + 1 < k or len(joined[1]) < k:
+            return None
+        mid = om.match_id
+        self._take_open(mid)
+        captain1 = joined[1][0].peer
+        try:
+            await self.store.start_match(mid.hex(), captain1.player, node=self.node)
+        except Conflict:  # pragma: no cover - a team match is in no other node's lists
+            raise Refused(ErrorCode.MATCH_FULL, "that match has both teams") from None
+        for w in joined[0] + joined[1]:
+            w.peer.send(m.Ok(w.id, {"match": mid}))
+        teams = [[om.host] + [w.peer for w in joined[0]], [w.peer for w in joined[1]]]
+        self._start(mid, om.rules, om.mode, om.public, [om.host, captain1], teams=teams)
+        return None
+
+    def _left_team(self, peer: Peer, mid: bytes) -> bool:
+        """``peer`` gives up its place in the open team match ``mid``; whether it had one."""
+        om = self.open.get(mid)
+        if om is None:
+            return False
+        for team in om.joined:
+            for w in team:
+                if w.peer is peer:
+                    team.remove(w)
+                    _discard(self._joining, peer, mid)
+                    return True
+        return False
 
     async def _join_elsewhere(self, peer: Peer, rid: int, mid: bytes) -> None:
         """Join an open match another node hosts: it runs here, and its host comes over."""
@@ -385,6 +460,8 @@ class Lobby(LobbyState):
     async def _quick(self, peer: Peer, msg: m.Quick) -> dict[str, Any] | None:
         self._rate(peer)
         rules = await self._parse(msg.rules, msg.mode)
+        if rules.team_size > 1:
+            raise Refused(ErrorCode.NOT_ALLOWED, "team matches are made with create and join")
         key = (rules.digest(), msg.mode)
         # One place in the queue per connection: asking again (other rules) gives up the old one,
         # so a peer cannot fill the queue with rule sets nobody else will ever ask for.
@@ -479,6 +556,8 @@ class Lobby(LobbyState):
     async def _leave(self, peer: Peer, msg: m.Leave) -> dict[str, Any]:
         om = self.open.get(msg.match)
         if om is not None:
+            if self._left_team(peer, msg.match):
+                return {"match": msg.match}
             if om.host is not peer:
                 raise Refused(ErrorCode.NOT_ALLOWED, "only the host cancels an open match")
             self._cancel_open(msg.match)
@@ -490,10 +569,16 @@ class Lobby(LobbyState):
             if ref.seat_of(peer) is None:
                 _discard(self._present, peer, ref)
             return {"match": msg.match}
-        seat = ref.seat_of(peer)
-        if seat is None:
+        found = ref.member_of(peer)
+        if found is None:
             raise Refused(ErrorCode.NOT_ALLOWED, "you do not play in this match")
-        ref.leave(seat)
+        if found[1]:
+            # A member who is not the captain leaves its team, as if its session had ended:
+            # the team plays on without it (spec 6.8).
+            ref.detach(peer)
+            _discard(self._present, peer, ref)
+        else:
+            ref.leave(found[0])
         return {"match": msg.match}
 
     async def _watch(self, peer: Peer, msg: m.Watch) -> dict[str, Any] | None:
@@ -515,6 +600,8 @@ class Lobby(LobbyState):
         seat = ref.seat_of_player(peer.player)
         if seat is None:
             raise Refused(ErrorCode.NOT_ALLOWED, "you did not play in that match")
+        if ref.teams is not None:
+            raise Refused(ErrorCode.NOT_ALLOWED, "a team match is played again with create")
         offers = self.rematch_offers.setdefault(msg.match, {})
         earlier = offers.get(seat)
         if earlier is not None and earlier.peer.connected:
@@ -610,6 +697,10 @@ class Lobby(LobbyState):
             if isinstance(v, int):
                 return v
         return None
+
+
+def _invite_code() -> str:
+    return "".join(secrets.choice(_INVITE_ALPHABET) for _ in range(8))
 
 
 def _match_log(mid: bytes) -> ContextLog:

@@ -9,12 +9,14 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
 import msgpack
 import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from seabattle.protocol import messages as m
+from seabattle.protocol.errors import ErrorCode
 from seabattle.protocol.rules import RuleSet, rules_from_dict
 
 from .config import ContextLog, Limits, Peer, Timers
@@ -50,6 +52,10 @@ class OpenMatch:
     invite: str
     #: its host follows redirects: a player of another node may join it (a cluster)
     movable: bool = False
+    #: team play (spec 6.8): the invitation to each seat's team, and who joined each team so
+    #: far (the host is member 0 of seat 0), their ``join`` answered when the match is full
+    team_invites: tuple[str, str] | None = None
+    joined: tuple[list[_Waiting], list[_Waiting]] = field(default_factory=lambda: ([], []))
 
 
 @dataclass(slots=True)
@@ -139,6 +145,8 @@ class LobbyState:
         self._offered: dict[Peer, _Many[bytes]] = {}
         #: Peer -> the open matches it hosts.
         self._hosted: dict[Peer, _Many[bytes]] = {}
+        #: Peer -> the open team matches it joined and waits in (spec 6.8).
+        self._joining: dict[Peer, _Many[bytes]] = {}
 
     # -- match life -------------------------------------------------------------------------------
 
@@ -146,13 +154,20 @@ class LobbyState:
         """Remove the open match ``mid`` (joined or cancelled) from the lobby and its indexes."""
         om = self.open.pop(mid)
         self.invites.pop(om.invite, None)
+        for code in om.team_invites or ():
+            self.invites.pop(code, None)
+        for w in om.joined[0] + om.joined[1]:
+            _discard(self._joining, w.peer, mid)
         _discard(self._hosted, om.host, mid)
         if om.movable and self.cluster is not None:
             self.cluster.waits(-1)
         return om
 
     def _cancel_open(self, mid: bytes) -> None:
-        self._take_open(mid)
+        om = self._take_open(mid)
+        for w in om.joined[0] + om.joined[1]:
+            # Their join waited for the match to fill: it never will.
+            w.peer.send(m.Error(int(ErrorCode.NO_SUCH_MATCH), "the host cancelled the match", w.id))
         self.nursery.start_soon(self._abort_quietly, mid.hex(), True)
 
     async def _abort_quietly(self, match_hex: str, if_open: bool = False) -> None:
@@ -162,17 +177,30 @@ class LobbyState:
             ContextLog(_log, {"match": match_hex}).exception("abort failed")
 
     def _start(
-        self, mid: bytes, rules: RuleSet, mode: str, public: bool, peers: list[Peer | Seat]
+        self,
+        mid: bytes,
+        rules: RuleSet,
+        mode: str,
+        public: bool,
+        peers: list[Peer | Seat],
+        teams: list[list[Peer]] | None = None,
     ) -> None:
         """Start a match between ``peers``; a `Seat` with no peer is a player of another node,
-        handed off to come here."""
+        handed off to come here. ``teams``: team play, each seat's members (``peers`` being
+        their captains)."""
         seats = [p if isinstance(p, Seat) else Seat(p.player, p.name, p) for p in peers]
-        for seat in seats:
+        members = None
+        if teams is not None:
+            members = [
+                [seats[i]] + [Seat(p.player, p.name, p) for p in t[1:]]
+                for i, t in enumerate(teams)
+            ]
+        for seat in seats if members is None else members[0] + members[1]:
             if seat.peer is not None and not seat.peer.connected:
                 # The peer left while the match was being stored: it starts absent, so its grace
                 # period runs instead of the match waiting on a connection that is gone.
                 seat.peer = None
-        self._run_referee(self._referee(mid, rules, mode, public, seats))
+        self._run_referee(self._referee(mid, rules, mode, public, seats, teams=members))
 
     def _start_on_arrival(
         self, mid: bytes, rules: RuleSet, mode: str, public: bool, away: Seat, here: Peer
@@ -210,8 +238,10 @@ class LobbyState:
         public: bool,
         seats: list[Seat],
         lot: bytes | None = None,
+        teams: list[list[Seat]] | None = None,
     ) -> Referee:
         return Referee(
+            teams=teams,
             match_id=mid,
             rules=rules,
             mode=mode,
@@ -228,7 +258,7 @@ class LobbyState:
     def _run_referee(self, ref: Referee) -> None:
         mid, mode, seats = ref.match_id, ref.mode, ref.seats
         self.running[mid] = ref
-        for seat in seats:
+        for seat in ref.everyone():
             _add(self._seated, seat.player, ref)
             if seat.peer is not None:
                 _add(self._present, seat.peer, ref)
@@ -249,7 +279,7 @@ class LobbyState:
             await ref.run()
         finally:
             self.running.pop(ref.match_id, None)
-            for seat in ref.seats:
+            for seat in ref.everyone():
                 _discard(self._seated, seat.player, ref)
             suspended = not ref.recorded and self.closing and self.journal is not None
             if suspended and not ref.failed:
@@ -292,15 +322,28 @@ class LobbyState:
                 entries = await self.store.journal(row.id)
                 if not entries:
                     raise ReplayError("nothing was journaled")
-                lot, public = started(entries[0])
+                lot, public, team_ids = started(entries[0])
                 rules = rules_from_dict(msgpack.unpackb(row.rules, raw=False))
                 if row.seat1 is None:
                     raise ReplayError("the match has one seat")
-                seats = []
-                for player in (row.seat0, row.seat1):
-                    known = await self.store.get_player(player)
-                    seats.append(Seat(player, known.name if known else player[:12]))
-                ref = self._referee(bytes.fromhex(row.id), rules, row.mode, public, seats, lot)
+                members = [[row.seat0], [row.seat1]] if team_ids is None else team_ids
+                teams: list[list[Seat]] = []
+                for ids in members:
+                    team = []
+                    for player in ids:
+                        known = await self.store.get_player(player)
+                        team.append(Seat(player, known.name if known else player[:12]))
+                    teams.append(team)
+                seats = [teams[0][0], teams[1][0]]
+                ref = self._referee(
+                    bytes.fromhex(row.id),
+                    rules,
+                    row.mode,
+                    public,
+                    seats,
+                    lot,
+                    teams=None if team_ids is None else teams,
+                )
                 ref.replay(entries)
             except Exception as e:  # a corrupted journal must not stop the server
                 reason = str(e) if isinstance(e, ReplayError) else f"{type(e).__name__}: {e}"
@@ -317,10 +360,11 @@ class LobbyState:
 
     def _seat_online(self, ref: Referee) -> None:
         """Give a match just taken up its players already connected here (a failover)."""
-        for seat, s in enumerate(ref.seats):
+        for s in ref.everyone():
             here = [p for p in _values(self._online, s.player) if p.connected]
-            if s.peer is None and here:
-                ref.attach(seat, here[-1])
+            found = ref.member_of_player(s.player)
+            if s.peer is None and here and found is not None:
+                ref.attach(found[0], here[-1], found[1])
                 _add(self._present, here[-1], ref)
 
     async def sweep(self) -> None:

@@ -39,8 +39,14 @@ def _score(winner: int | None) -> float:
 
 async def conclude(ref: Referee, store: Store, key: Ed25519PrivateKey) -> None:
     """Record, sign and store ``ref``'s finished match, rate it, and send ``match_over``."""
+    teams = None
+    if ref.teams is not None:
+        teams = [[bytes.fromhex(p) for p in t] for t in ref.team_ids()]
     record = build_record(
-        ref.match, [bytes.fromhex(p) for p in ref.players], key.public_key().public_bytes_raw()
+        ref.match,
+        [bytes.fromhex(p) for p in ref.players],
+        key.public_key().public_bytes_raw(),
+        teams,
     )
     # Packing a record costs about as much as the rest of the match's end: pack it once for the
     # head, the signature and the stored bytes.
@@ -54,6 +60,11 @@ async def conclude(ref: Referee, store: Store, key: Ed25519PrivateKey) -> None:
     ref.head, ref.recorded = head, True
     await store.finish_match(ref.hex, result, now)
     ratings: dict[str, Any] | None = None
+    if ref.teams is not None:
+        # The ladder rates players, one a seat: a team's result moves nobody's rating (6.8).
+        ref.log.info("match over: %s (teams: unrated)", result)
+        ref.to_all(m.MatchOver(ref.match_id, result, None, head, packed))
+        return
     try:
         (old0, new0), (old1, new1) = await store.apply_result(
             ref.hex, ref.players[0], ref.players[1], _score(ref.match.winner), now

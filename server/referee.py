@@ -123,15 +123,20 @@ class Referee:
         journal: Journal | None = None,
         clock: Clock | None = None,
         lot: bytes | None = None,
+        teams: list[list[Seat]] | None = None,
     ) -> None:
         """``journal``: store every accepted input before sending what it caused (``clock``
         maps trio time to the journal's wall-clock time). ``lot``: the secret the lots are drawn
-        from (a match taken up from its journal, :meth:`replay`); a fresh one otherwise."""
+        from (a match taken up from its journal, :meth:`replay`); a fresh one otherwise.
+        ``teams``: team play (spec 6.8), each seat's members by member number, ``teams[s][0]``
+        being ``seats[s]``."""
         self.match_id = match_id
         self.hex = match_id.hex()
         self.rules = rules
         self.mode = mode
         self.seats = seats
+        #: Team play: each seat's members (``None``: one player a seat).
+        self.teams = teams
         self.public = public
         self.core = pure.Referee(
             match_id=match_id,
@@ -139,6 +144,7 @@ class Referee:
             mode=mode,
             players=(seats[0].player, seats[1].player),
             lot=lot if lot is not None else secrets.token_bytes(32),
+            teams=None if teams is None else self.team_ids(),
         )
         self._journal = journal
         self._clock = clock if clock is not None else (Clock() if journal is not None else None)
@@ -193,25 +199,59 @@ class Referee:
 
     @property
     def players(self) -> list[str]:
-        """Both players' ids, by seat."""
+        """Both players' ids, by seat (in team play, the captains')."""
         return [s.player for s in self.seats]
+
+    def team_ids(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """Each seat's members' ids (one each without team play)."""
+        teams = self.teams if self.teams is not None else [[s] for s in self.seats]
+        return (tuple(s.player for s in teams[0]), tuple(s.player for s in teams[1]))
+
+    def everyone(self) -> list[Seat]:
+        """Every member of both seats (the two seats without team play)."""
+        return self.seats if self.teams is None else self.teams[0] + self.teams[1]
 
     def seat_of(self, peer: Peer) -> int | None:
         """The seat ``peer`` plays, or ``None`` if it plays none in this match."""
-        for i, s in enumerate(self.seats):
-            if s.peer is peer:
-                return i
+        found = self.member_of(peer)
+        return None if found is None else found[0]
+
+    def member_of(self, peer: Peer) -> tuple[int, int] | None:
+        """The seat and member number ``peer`` plays (member 0 without team play)."""
+        if self.teams is None:
+            for i, s in enumerate(self.seats):
+                if s.peer is peer:
+                    return i, 0
+            return None
+        for i, team in enumerate(self.teams):
+            for k, s in enumerate(team):
+                if s.peer is peer:
+                    return i, k
         return None
 
     def seat_of_player(self, player: str) -> int | None:
         """The seat of ``player``, connected or not."""
-        return next((i for i, s in enumerate(self.seats) if s.player == player), None)
+        found = self.member_of_player(player)
+        return None if found is None else found[0]
+
+    def member_of_player(self, player: str) -> tuple[int, int] | None:
+        """The seat and member number of ``player``, connected or not."""
+        teams = self.teams if self.teams is not None else [[s] for s in self.seats]
+        for i, team in enumerate(teams):
+            for k, s in enumerate(team):
+                if s.player == player:
+                    return i, k
+        return None
+
+    def slot(self, seat: int, member: int) -> Seat:
+        """The place of ``member`` of ``seat`` (the seat itself without team play)."""
+        return self.seats[seat] if self.teams is None else self.teams[seat][member]
 
     # -- sending ----------------------------------------------------------------------------------
 
     def to_players(self, msg: m.Message) -> None:
-        """Queue ``msg`` for both seated players that are connected."""
-        _broadcast(msg, [s.peer for s in self.seats if s.peer is not None])
+        """Queue ``msg`` for both seated players (every member) that are connected."""
+        _broadcast(msg, [s.peer for s in self.everyone() if s.peer is not None])
 
     def to_all(self, msg: m.Message) -> None:
         """Queue ``msg`` for the players and every spectator (public events only)."""
@@ -219,12 +259,17 @@ class Referee:
 
     def _audience(self, to: int) -> list[Peer]:
         """The connected peers of audience ``to`` (a bit set of the pure referee's)."""
-        p0, p1 = self.seats[0].peer, self.seats[1].peer
         peers = []
-        if to & SEAT0 and p0 is not None:
-            peers.append(p0)
-        if to & SEAT1 and p1 is not None:
-            peers.append(p1)
+        if self.teams is None:
+            p0, p1 = self.seats[0].peer, self.seats[1].peer
+            if to & SEAT0 and p0 is not None:
+                peers.append(p0)
+            if to & SEAT1 and p1 is not None:
+                peers.append(p1)
+        else:
+            for bit, team in ((SEAT0, self.teams[0]), (SEAT1, self.teams[1])):
+                if to & bit:
+                    peers += [s.peer for s in team if s.peer is not None]
         if to & SPECTATORS and self._spectators:
             peers += self._spectators
         return peers
@@ -259,8 +304,13 @@ class Referee:
         every = self._audience(ALL)
         corked = [(p, u) for p in every if (u := _cork(p)) is not None]
         try:
-            for to, msg in sends:
+            for to, msg, member in sends:
                 self._observe(msg)
+                if member is not None:  # one member of a team (its start, snapshot)
+                    peer = self.slot(0 if to & SEAT0 else 1, member).peer
+                    if peer is not None:
+                        peer.send(msg)
+                    continue
                 _broadcast(msg, every if to == ALL else self._audience(to))
         finally:
             if corked:
@@ -327,14 +377,15 @@ class Referee:
 
     # -- attaching connections ------------------------------------------------------------------
 
-    def attach(self, seat: int, peer: Peer) -> None:
-        """``peer`` (re)takes ``seat``: it gets ``start`` and a snapshot, the opponent is told."""
-        s = self.seats[seat]
+    def attach(self, seat: int, peer: Peer, member: int = 0) -> None:
+        """``peer`` (re)takes ``seat`` (as ``member`` of its team): it gets ``start`` and a
+        snapshot, the opponent is told."""
+        s = self.slot(seat, member)
         old, s.peer = s.peer, peer
         if old is not None and old is not peer:
             old.close("replaced")
         now = trio.current_time()
-        self._out(self.core.seat_back(seat, now), ("back", seat, now))
+        self._out(self.core.seat_back(seat, now, member), self._presence("back", seat, member, now))
         self.log.info(
             "seat %d attached (%s)", seat, peer.player[:12], extra=peer_context(peer, seat=seat)
         )
@@ -343,12 +394,13 @@ class Referee:
     def detach(self, peer: Peer) -> None:
         """``peer``'s connection ended: free its seat (the grace period starts) or its watch."""
         self.unwatch(peer)
-        seat = self.seat_of(peer)
-        if seat is None:
+        found = self.member_of(peer)
+        if found is None:
             return
-        self.seats[seat].peer = None
+        seat, member = found
+        self.slot(seat, member).peer = None
         now = trio.current_time()
-        self._out(self.core.seat_gone(seat, now), ("gone", seat, now))
+        self._out(self.core.seat_gone(seat, now, member), self._presence("gone", seat, member, now))
         if not self.over:
             self.log.info(
                 "seat %d disconnected; %ds grace",
@@ -358,16 +410,22 @@ class Referee:
             )
         self._wake.set()
 
+    def _presence(self, kind: str, seat: int, member: int, now: float) -> tuple[Any, ...]:
+        """The journal entry of a presence change (a member's own, in team play)."""
+        return (kind, seat, now) if self.teams is None else (kind, seat, member, now)
+
     def watch(self, peer: Peer) -> None:
         """Add a spectator: a snapshot of the public view, then live public events."""
         if self._spectators is None:
             self._spectators = set()
         self._spectators.add(peer)
-        snapshot = self.core.snapshot(None, trio.current_time())
+        told = [self.core.snapshot(None, trio.current_time()), *self.core.team_messages()]
         if self._journal is None:
-            peer.send(snapshot)
+            for msg in told:
+                peer.send(msg)
         else:  # behind what is still being journaled, which the snapshot already shows
-            self._journal.after(partial(peer.send, snapshot))
+            for msg in told:
+                self._journal.after(partial(peer.send, msg))
 
     def unwatch(self, peer: Peer) -> bool:
         """Stop sending ``peer`` the match's events; whether it was watching."""
@@ -379,10 +437,11 @@ class Referee:
 
     # -- inputs -----------------------------------------------------------------------------------
 
-    def handle(self, seat: int, msg: m.Message) -> None:
-        """Apply one game message from ``seat``; raises :class:`ProtocolError` to refuse it."""
+    def handle(self, seat: int, msg: m.Message, member: int | None = None) -> None:
+        """Apply one game message from ``seat`` (in team play, from its ``member``); raises
+        :class:`ProtocolError` to refuse it."""
         core, now = self.core, trio.current_time()
-        sends = core.receive(seat, msg, now)
+        sends = core.receive(seat, msg, now, member)
         self._out(sends, ("in", seat, m.encode(msg), now) if core.accepted else None)
 
     def leave(self, seat: int) -> None:
@@ -401,18 +460,21 @@ class Referee:
             self.log.info("taken up from %d journal entries", self._jn)
         else:
             lot = self.core.lot_secret
-            self._out(self.core.start(now), ("start", lot, self.public, now))
-        for i in (0, 1):
-            peer = self.seats[i].peer
-            ctx = {"seat": i, "player": self.seats[i].player}
-            if peer is not None:
-                ctx = peer_context(peer, seat=i)
-            self.log.info("seat %d: %s", i, self.seats[i].player[:12], extra=ctx)
-        for i in (0, 1):
-            if self.seats[i].peer is None:
-                # Gone while the match was being stored (or the server was down): its grace
-                # period runs from the start.
-                self._out(self.core.seat_gone(i, now), ("gone", i, now))
+            ids = [] if self.teams is None else [[list(t) for t in self.team_ids()]]
+            self._out(self.core.start(now), ("start", lot, self.public, *ids, now))
+        teams = self.teams if self.teams is not None else [[s] for s in self.seats]
+        for i, team in enumerate(teams):
+            for s in team:
+                ctx = {"seat": i, "player": s.player}
+                if s.peer is not None:
+                    ctx = peer_context(s.peer, seat=i)
+                self.log.info("seat %d: %s", i, s.player[:12], extra=ctx)
+        for i, team in enumerate(teams):
+            for k, s in enumerate(team):
+                if s.peer is None:
+                    # Gone while the match was being stored (or the server was down): its grace
+                    # period runs from the start.
+                    self._out(self.core.seat_gone(i, now, k), self._presence("gone", i, k, now))
         if self.on_start is not None:
             self.on_start(self)
 

@@ -50,7 +50,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.common.netio import RECV_SIZE
 from seabattle.protocol import messages as m
 from seabattle.protocol.errors import ErrorCode, ProtocolError, RemoteProtocolError
-from seabattle.protocol.session import REDIRECT, SUPPORTED_VERSIONS, State, check_auth
+from seabattle.protocol.session import REDIRECT, SUPPORTED_VERSIONS, TEAMS, State, check_auth
 
 from .config import Limits, TokenBucket
 from .lobby import Lobby
@@ -108,6 +108,7 @@ class Client(Outbox):
         "challenge",
         "follows",
         "last_rx",
+        "teams",
     )
 
     def __init__(self, ident: Identity, stream: trio.abc.Stream, peer: str) -> None:
@@ -123,6 +124,8 @@ class Client(Outbox):
         self._handshake_by = self.last_rx + self.limits.handshake_timeout
         #: the session agreed ``redirect`` (spec 4.10): this node may send it to another
         self.follows = False
+        #: the session agreed ``teams`` (spec 6.8): it may play a member of a team
+        self.teams = False
 
     @property
     def authed(self) -> bool:
@@ -322,7 +325,8 @@ class Client(Outbox):
     def _hello(self, msg: m.Hello) -> None:
         # A node of a cluster may send a client elsewhere, if the client can follow (4.10).
         self.follows = self.ident.lobby.cluster is not None and REDIRECT in msg.caps
-        caps = (REDIRECT,) if self.follows else ()
+        self.teams = TEAMS in msg.caps
+        caps = ((REDIRECT,) if self.follows else ()) + ((TEAMS,) if self.teams else ())
         # The highest version both speak (4.2; the connection refused hello without one).
         version = max(set(msg.versions) & set(SUPPORTED_VERSIONS))
         self.send(m.Welcome(version, caps, self.ident.public, self.challenge, self.ident.guests))

@@ -45,6 +45,7 @@ class _Spectator:
     player = ""
     name = "http-spectator"
     follows = False
+    teams = False
 
     def __init__(self, ref: Referee) -> None:
         self.ref = ref

@@ -415,6 +415,7 @@ class FakePeer:
     def __init__(self, player: str, connected: bool = True) -> None:
         self.player, self.name, self.connected = player, player[:4], connected
         self.follows = False
+        self.teams = True
         self.got: list[m.Message] = []
         self.closed: str | None = None
 

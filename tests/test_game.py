@@ -198,8 +198,9 @@ def test_honest_games_end_with_one_winner_and_every_rule_kept(
             water = [cell(rules, min(b.crossed))]
             refused(ErrorCode.CROSSED_OUT, g, g.fire, s, water, g.caller(s))
         if step % 4 == 2 and rules.team_size > 1:
-            wrong = (g.caller(s) + 1) % rules.team_size
-            refused(ErrorCode.NOT_CALLER, g, g.fire, s, open_targets(g, s)[:1], wrong)
+            # The game holds the caller to the team; whose turn it is, is the referee's rule.
+            stranger = rules.team_size
+            refused(ErrorCode.NOT_CALLER, g, g.fire, s, open_targets(g, s)[:1], stranger)
         if rules.shots is ShotMode.SALVO_AFLOAT:
             assert g.shot_count(s) == min(g.boards[s].afloat(), len(open_targets(g, s)))
         if rules.radar and not b.radar_used and rng.random() < 0.2:

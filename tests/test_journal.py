@@ -120,7 +120,7 @@ def _played(clock: Clock, n_shots: int) -> tuple[Referee, list[bytes]]:
 async def test_replaying_a_journal_gives_the_same_match() -> None:
     clock = Clock()
     ref, rows = _played(clock, 20)
-    lot, public = started(rows[0])
+    lot, public, _teams = started(rows[0])
     again = Referee(match_id=MID, rules=ref.rules, mode="blind", players=PLAYERS, lot=lot)
     replay(again, rows, clock)
     g, h = ref.game, again.game

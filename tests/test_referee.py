@@ -72,7 +72,7 @@ class Audiences:
         self.frames: dict[int, list[bytes]] = {SEAT0: [], SEAT1: [], SPECTATORS: []}
 
     def take(self, sends: list[Send]) -> None:
-        for to, msg in sends:
+        for to, msg, _member in sends:
             frame = m.frame(msg, max_frame=MAX_S2C_FRAME)
             for who, got in self.frames.items():
                 if to & who:
