@@ -44,17 +44,24 @@ def _buffer() -> tuple[bytearray, memoryview]:
 class DirectSocket:
     """Direct reads and writes on the descriptor of a plain :class:`trio.SocketStream`."""
 
-    __slots__ = ("_yield", "fd")
+    __slots__ = ("_drained", "_yield", "fd")
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self._yield = False  # the last read did not wait: the next one that does not either yields
+        self._drained = False  # the last read took less than the buffer: the socket was empty
 
     async def receive(self) -> bytes | memoryview:
         """The next bytes from the peer (empty at EOF), usually as a view into a shared buffer
         that is only valid until the caller's next await. Raises ``BrokenResourceError`` on a
         reset."""
         buf, view = _buffer()
+        if self._drained:
+            # The last read emptied the socket, and the peer has usually sent nothing since (it
+            # waits for our answer): a read now would find nothing, a syscall for an EAGAIN.
+            # Wait first; bytes that came meanwhile make the wait return at once.
+            self._drained = self._yield = False
+            await trio.lowlevel.wait_readable(self.fd)  # a checkpoint
         while True:
             try:
                 n = os.readv(self.fd, (buf,))
@@ -68,6 +75,7 @@ class DirectSocket:
                 await trio.lowlevel.wait_readable(self.fd)  # a checkpoint
                 self._yield = False
                 continue
+            self._drained = 0 < n < RECV_SIZE
             if self._yield:
                 # Twice in a row data was waiting without a wait: let the other tasks run (and
                 # cancellation in) now, as every trio read does; the bytes must outlive it.

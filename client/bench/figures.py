@@ -25,6 +25,8 @@ FIGURES: tuple[tuple[str, str, str, str], ...] = (
     ("server_cpu_us_per_shot", "server CPU per shot", "us", "lower"),
     ("server_kb_per_conn", "server memory per connection", "KB", "lower"),
     ("client_cpu_pct", "load generator CPU", "% core", "lower"),
+    ("server_reads_per_shot", "server read syscalls per shot", "", "lower"),
+    ("server_writes_per_shot", "server write syscalls per shot", "", "lower"),
 )
 #: The bars of issue 5: (name, what it is measured on, limit, comparison).
 BARS: dict[str, tuple[str, float, str]] = {
@@ -61,6 +63,26 @@ def _cpu_seconds(pid: int | list[int] | None) -> float | None:
     # Fields 14 and 15 of proc(5), counted after the ")" that ends the command name.
     ticks = int(fields[11]) + int(fields[12])
     return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _syscalls(pid: int | list[int] | None) -> tuple[int, int] | None:
+    """Read and write system calls ``pid`` (every thread; the sum over a list) has made, from
+    ``/proc/PID/io`` (``syscr``, ``syscw``: ``readv`` and ``write`` on sockets, and SQLite's
+    ``pread``/``pwrite``); ``None`` if unreadable."""
+    if isinstance(pid, list):
+        each = [_syscalls(p) for p in pid]
+        if not each or any(x is None for x in each):
+            return None
+        return sum(x[0] for x in each if x), sum(x[1] for x in each if x)
+    if pid is None:
+        return None
+    try:
+        fields = dict(
+            line.split(":", 1) for line in Path(f"/proc/{pid}/io").read_text().splitlines()
+        )
+        return int(fields["syscr"]), int(fields["syscw"])
+    except (OSError, KeyError, ValueError):
+        return None
 
 
 def _rss_kb(pid: int | list[int] | None) -> int | None:

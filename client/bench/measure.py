@@ -35,6 +35,7 @@ from .figures import (
     _machine_busy_seconds,
     _raise_nofile,
     _rss_kb,
+    _syscalls,
     machine,
 )
 from .players import _LOST, Scenario, _make_run, _Pace, _Player, _Run, _setup_bare, _setup_match
@@ -136,6 +137,7 @@ async def drive(
             warmup = 0.0
         await trio.sleep(warmup)
         busy0 = _machine_busy_seconds()
+        io0 = _syscalls(pid)
         cpu0, c0, t0 = _cpu_seconds(pid), time.process_time(), time.perf_counter()
         wall0 = time.time()
         run.measuring = True
@@ -157,6 +159,7 @@ async def drive(
         run.stopping = True
         t1, c1, cpu1, rss1 = time.perf_counter(), time.process_time(), _cpu_seconds(pid), None
         rss1 = _rss_kb(pid)
+        io1 = _syscalls(pid)
         busy1 = _machine_busy_seconds()
         window = t1 - t0
         records: list[dict[str, Any]] = []
@@ -194,6 +197,12 @@ async def drive(
         "rtt_mean_ms": _ms(statistics.fmean(run.rtts)) if run.rtts else None,
         "server_cpu_pct": None if cpu is None else 100 * cpu / window,
         "server_cpu_us_per_shot": None if cpu is None or not shots else 1e6 * cpu / shots,
+        "server_reads_per_shot": None
+        if io0 is None or io1 is None or not shots
+        else (io1[0] - io0[0]) / shots,
+        "server_writes_per_shot": None
+        if io0 is None or io1 is None or not shots
+        else (io1[1] - io0[1]) / shots,
         "server_rss_kb": rss1,
         "server_kb_per_conn": None if rss0 is None or rss1 is None else (rss1 - rss0) / conns,
         "client_cpu_pct": client_cpu,
