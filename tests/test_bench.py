@@ -159,3 +159,11 @@ def test_the_started_server_may_run_several_workers() -> None:
     assert report["target"].endswith("2 workers")
     (sc,) = report["scenarios"]
     _check_figures(sc["target"])
+
+
+def test_the_relay_may_write_as_often_as_the_server() -> None:
+    # --copies: each frame also goes back to its sender, as the server's copies do.
+    report = _run("--matches", "2", "--duration", "0.5", "--mode", "blind", "--copies")
+    (sc,) = report["scenarios"]
+    _check_figures(sc["baseline"])
+    assert sc["baseline"]["server_writes_per_shot"] >= 3.5

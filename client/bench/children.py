@@ -45,16 +45,22 @@ async def _read_exact(stream: trio.abc.ReceiveStream, n: int) -> bytes:
     return buf
 
 
-async def _forward(src: trio.abc.Stream, dst: trio.abc.Stream) -> None:
+async def _forward(src: trio.abc.Stream, dst: trio.abc.Stream, *, copy: bool = False) -> None:
     """Send whatever ``src`` receives to ``dst`` until ``src`` ends, with the server's own I/O
     (:mod:`seabattle.common.netio`: direct reads and writes on a plain socket), so that the
-    baseline differs from the server by the game alone."""
+    baseline differs from the server by the game alone; ``copy``: back to ``src`` as well, as
+    the server gives a player its own shot and the verdict on its own answer."""
     rsock, wsock = direct(src), direct(dst)
     while True:
         data = await rsock.receive() if rsock is not None else await src.receive_some(65536)
         if not data:
             return
-        await _send(dst, wsock, data)
+        if copy:
+            data = bytes(data)  # a view of the shared buffer lasts only until the first await
+            await _send(dst, wsock, data)
+            await _send(src, rsock, data)
+        else:
+            await _send(dst, wsock, data)
 
 
 async def _send(
@@ -77,7 +83,9 @@ async def bare_server(
     *,
     task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """The baseline: ``relay`` pairs connections by token and forwards bytes; ``echo`` echoes.
+    """The baseline: ``relay`` pairs connections by token and forwards bytes; ``echo`` echoes;
+    ``relay-copies`` is the relay that also sends each connection a copy of what it sent (the
+    server's four writes per blind shot, not the relay's two).
 
     Every connection first sends a 16-byte pairing token and waits for one byte (``go``). Then the
     relay forwards whatever a connection sends to its partner, the echo sends it back: the same
@@ -111,7 +119,7 @@ async def bare_server(
                 box.append(stream)
                 ready.set()
             try:
-                await _forward(stream, peer)
+                await _forward(stream, peer, copy=kind == "relay-copies")
             finally:
                 await trio.aclose_forcefully(peer)
 

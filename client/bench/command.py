@@ -104,6 +104,12 @@ QUICK = (
     help="With --workers: the database (default: a fresh SQLite file per run; a URL must name an"
     " empty database, one bench run per database).",
 )
+@click.option(
+    "--copies",
+    is_flag=True,
+    help="The blind baseline also copies each frame back to its sender: as many writes per shot"
+    " as the server (4, the relay's 2).",
+)
 def bench(
     server: str | None,
     server_pid: int | None,
@@ -122,6 +128,7 @@ def bench(
     plot_file: Path | None,
     workers: int,
     db: str | None,
+    copies: bool,
 ) -> None:
     """Load-test a server with bot matches; every figure also as a ratio to a bare trio baseline."""
     if rules not in PRESETS:
@@ -148,6 +155,7 @@ def bench(
         profile_dir=profile_dir,
         console=Console(stderr=True),
         workers=workers,
+        copies=copies,
     )
     if as_json:
         click.echo(json.dumps(_strip(report), indent=2))

@@ -287,10 +287,12 @@ def run_bench(
     console: Console | None = None,
     verify_records: int = 20,
     workers: int = 1,
+    copies: bool = False,
 ) -> dict[str, Any]:
     """Run every scenario ``repeat`` times against the target and the baseline; the report.
     ``workers`` > 1: the started server is ``seabattle serve --workers`` (not pinned: its
-    workers share the machine's cores with the generator)."""
+    workers share the machine's cores with the generator). ``copies``: the blind baseline is
+    the relay that also copies each frame back to its sender (as many writes as the server)."""
     rules = rules or preset("classic")
     if rules.shots is not ShotMode.SINGLE or rules.radar or rules.team_size != 1:
         raise click.ClickException("the bench plays single-shot rules without radar or teams")
@@ -322,7 +324,8 @@ def run_bench(
                     seed = 1 + rep + 1000 * n_sc
                     kinds: list[str] = ["server"]
                     if baseline:
-                        kinds.append("relay" if sc.mode == "blind" else "echo")
+                        blind = "relay-copies" if copies else "relay"
+                        kinds.append(blind if sc.mode == "blind" else "echo")
                     for kind in kinds:
                         work = Path(tmp) / f"{n_sc}-{rep}-{kind}"
                         work.mkdir()
@@ -406,6 +409,7 @@ def run_bench(
         if server
         else "self-started server" + (f", {workers} workers" if workers > 1 else ""),
         "pinned": pin and workers == 1,
+        "baseline_copies": copies,
         "scenarios": results,
         "verify": verify,
         "bars": judge(results, verify),

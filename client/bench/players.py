@@ -447,6 +447,8 @@ class _BarePlayer(_Shooter):
     async def on(self, msg: m.Message) -> None:
         assert self.stream is not None
         if isinstance(msg, m.ShotCalled):
+            if msg.seat == self.seat:
+                return  # its own shot, copied back (the relay-copies baseline)
             # The defender's share of a blind shot: decode, answer with openings, encode.
             assert self.defender is not None
             cells = tuple(self.run.cells[c] for c in msg.cells)

@@ -105,6 +105,8 @@ def print_report(report: dict[str, Any], console: Console) -> None:
     )
     for sc in report["scenarios"]:
         base_kind = "bare relay" if sc["mode"] == "blind" else "bare echo"
+        if sc["mode"] == "blind" and report.get("baseline_copies"):
+            base_kind += " + copies"
         t = Table(
             title=f"{sc['label']} (median of {sc['repeat']}; {sc['target']['connections']} "
             f"connections, {sc['target']['shots']:.0f} shots measured)",
