@@ -203,7 +203,7 @@ class RefereedMatch:
         mine, theirs = seat_bit(self.seat), seat_bit(1 - self.seat)
         pending = list(sends)
         while pending:
-            to, msg = pending.pop(0)
+            to, msg, _member = pending.pop(0)
             if to & mine:
                 await self.r.send(self.lie(msg))
             if to & theirs:
