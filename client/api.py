@@ -30,7 +30,7 @@ import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.protocol import messages as m
 from seabattle.protocol.errors import ErrorCode, RemoteProtocolError
-from seabattle.protocol.session import REDIRECT, Role
+from seabattle.protocol.session import REDIRECT, TEAMS, Role
 from seabattle.protocol.ticket import open_ticket
 
 from .botplay import BotResult, feed_view, play_bot, play_match
@@ -197,15 +197,20 @@ class Client:
     async def create(
         self, rules: dict[str, Any] | None = None, mode: str = "blind", public: bool = True
     ) -> tuple[MatchHandle, str | None]:
-        """Open a match; returns its handle and the private invitation code."""
+        """Open a match; returns its handle and the private invitation code. For team rules
+        (spec 6.8) the handle's ``team_invites`` are the invitations to each seat's team."""
         data = await self._request(
             lambda i: m.Create(i, rules or {"preset": "classic"}, mode, public)
         )
         h = self._handle_for(data["match"])
+        teams = data.get("teams")
+        if isinstance(teams, list) and len(teams) == 2 and all(isinstance(c, str) for c in teams):
+            h.team_invites = (teams[0], teams[1])
         return h, data.get("invite")
 
     async def join(self, match: bytes | str) -> MatchHandle:
-        """Take the free seat of a match: by id (bytes or 32 hex digits) or by invitation code."""
+        """Take the free seat of a match: by id (bytes or 32 hex digits) or by invitation code
+        (a team's invitation joins that team, spec 6.8; a team match answers once it is full)."""
         mid: bytes | None = None
         invite: str | None = None
         if isinstance(match, bytes):
@@ -348,7 +353,7 @@ class Client:
                     wire,
                     self.key,
                     self.name,
-                    caps=(REDIRECT,),
+                    caps=(REDIRECT, TEAMS),
                     resume=token,
                     expect_server=self.server_key,
                 )
@@ -488,7 +493,8 @@ async def connect(
     wire = Wire(stream, role=Role.CLIENT)
     client: Client | None = None
     try:
-        caps = (REDIRECT,) if follow else ()
+        # The reference client plays team matches (spec 6.8) and, if asked, follows redirects.
+        caps = (REDIRECT, TEAMS) if follow else (TEAMS,)
         player, server_key = await client_handshake(wire, k, name, caps=caps)
         client = Client(
             wire,

@@ -115,6 +115,14 @@ class MatchHandle:
         self.rules: RuleSet | None = None
         self.mode = "blind"
         self.players: tuple[str, ...] = ()
+        #: Team play (spec 6.8): each seat's members' ids (from ``team``), our member number
+        #: (0: the captain, who places, answers, reveals and co-signs), and who calls each
+        #: seat's next shot (from ``turn``)
+        self.teams: dict[int, tuple[str, ...]] = {}
+        self.member = 0
+        self.callers: dict[int, int] = {}
+        #: the invitation to each seat's team, for the host of a team match (``create``)
+        self.team_invites: tuple[str, str] | None = None
         self.game_no = 0
         self.first: int | None = None
         self.mirror: Game | None = None
@@ -149,6 +157,16 @@ class MatchHandle:
     # -- script side -----------------------------------------------------------------------------
 
     @property
+    def team_play(self) -> bool:
+        """Whether this is a team match with one session per member (spec 6.8)."""
+        return bool(self.rules and self.rules.team_size > 1 and self.teams)
+
+    @property
+    def captain(self) -> bool:
+        """Whether we place, answer, reveal and co-sign for our seat (always, without teams)."""
+        return self.member == 0
+
+    @property
     def placed(self) -> bool:
         """Whether a fleet is placed for the current game."""
         return self.game_no > 0 and self.placed_game == self.game_no
@@ -168,7 +186,9 @@ class MatchHandle:
         """Place ``fleet`` (``None``: a random legal fleet) for the current game.
 
         Blind mode sends the commitment only; custody mode hands fleet and secret to the referee.
-        The fleet and secret stay here (:attr:`committed`) to answer shots and to reveal.
+        The fleet and secret stay here (:attr:`committed`) to answer shots and to reveal. In team
+        play a member who is not the captain places nothing (the fleet is the captain's): the
+        fleet is returned unsent.
         """
         await self.wait_started()
         assert self.rules is not None and self.seat is not None
@@ -176,6 +196,8 @@ class MatchHandle:
         if fleet is None:
             fleet = random_fleet(self.rules, rng)
         fleet.validate(self.rules)
+        if not self.captain:
+            return fleet
         secret = os.urandom(32)
         game = self.game_no
         self.committed = Committed(self.rules, fleet, secret, self.id, game, self.seat)
@@ -200,14 +222,18 @@ class MatchHandle:
     async def fire(self, cells: str | Cell | Sequence[str | Cell]) -> None:
         """Call one cell (``"E5"``) or a salvo (a list); the answer comes as events."""
         seq = self.client._move_seq(self)
-        member = self.mirror.caller(self.seat) if self.mirror and self.seat is not None else 0
-        await self._send_move(seq, m.Fire(self.id, self.game_no, _labels(cells), member, seq))
+        await self._send_move(seq, m.Fire(self.id, self.game_no, _labels(cells), self._me(), seq))
 
     async def radar(self, at: str | Cell) -> None:
         """Scan the radar area whose top-left cell is ``at`` instead of firing."""
         seq = self.client._move_seq(self)
-        member = self.mirror.caller(self.seat) if self.mirror and self.seat is not None else 0
-        await self._send_move(seq, m.Radar(self.id, self.game_no, _labels(at)[0], member, seq))
+        await self._send_move(seq, m.Radar(self.id, self.game_no, _labels(at)[0], self._me(), seq))
+
+    def _me(self) -> int:
+        """The ``member`` our shots carry: ours in team play, else the rotation's (8.4)."""
+        if self.team_play:
+            return self.member
+        return self.mirror.caller(self.seat) if self.mirror and self.seat is not None else 0
 
     async def resign(self) -> None:
         """Give up the current game."""
@@ -332,11 +358,11 @@ class MatchHandle:
                 if msg.why == "clock":
                     self._mirror_apply(lambda: g.expire(Deadline.SHOT), None)
                 else:
-                    # A wasted repeat: the cells it called again, as the transcript has them.
+                    # A wasted repeat: the cells it called again, as the transcript has them, by
+                    # the member ``turn`` named (team play) or the rotation's.
                     again = _cells(msg.cells, g.rules)
-                    self._mirror_apply(
-                        lambda: g.feed(Fire(msg.seat, g.caller(msg.seat), again)), None
-                    )
+                    who = self.callers.get(msg.seat, g.caller(msg.seat))
+                    self._mirror_apply(lambda: g.feed(Fire(msg.seat, who, again)), None)
             self._emit(Info(msg))
             self._maybe_turn(msg.next)
         elif isinstance(msg, m.RevealNow):
@@ -372,8 +398,9 @@ class MatchHandle:
             problem = None if self.disputed is not None else self._check_record(msg)
             if problem is not None:
                 self._emit(LieDetected(self.game_no, None, problem, "referee"))
-            if self.disputed is None:
-                # Spec 5.5: a client whose checks failed MUST NOT co-sign.
+            if self.disputed is None and self.captain:
+                # Spec 5.5: a client whose checks failed MUST NOT co-sign; in team play the
+                # captain co-signs for the team (6.8).
                 sig = self.client.key.sign(msg.head)
                 with suppress(ConnectionClosed):
                     await wire.send(m.CoSign(self.id, msg.head, sig))
@@ -382,6 +409,21 @@ class MatchHandle:
             self._emit(MatchEnded(dict(msg.result), msg.ratings, msg.head, won))
             self._close()
             self.client._forget_moves(self)
+        elif isinstance(msg, m.Team):
+            self.teams[msg.seat] = msg.members
+            if msg.seat == self.seat:
+                me = self.client.player
+                if me not in msg.members:
+                    self.disputed = "the referee's team for our seat does not hold us"
+                    self._emit(LieDetected(self.game_no, None, self.disputed, "referee"))
+                else:
+                    self.member = msg.members.index(me)
+            self._emit(Info(msg))
+        elif isinstance(msg, m.Turn):
+            self.callers[msg.seat] = msg.member
+            self._emit(Info(msg))
+            if msg.game == self.game_no and msg.seat == self.seat and msg.member == self.member:
+                self._maybe_turn(msg.seat, named=True)
         else:
             if isinstance(msg, m.Clock):
                 now = trio.current_time()
@@ -439,7 +481,8 @@ class MatchHandle:
         elif phase == "reveal" and blind and self.committed is not None:
             await self._send_unacked(m.RevealMsg(self.id, game, self.committed.reveal().to_dict()))
         elif phase == "firing" and view.get("turn") == me:
-            self._maybe_turn(me)
+            callers = view.get("callers") or (0, 0)
+            self._maybe_turn(me, named=self.team_play and callers[me] == self.member)
 
     def _check_record(self, msg: m.MatchOver) -> str | None:
         """What is wrong with the record ``msg`` asks us to co-sign (spec 5.5), or ``None``.
@@ -466,7 +509,12 @@ class MatchHandle:
             return f"the record does not verify: {problems[0]}"
         if rec["match"] != self.id or self.seat is None:
             return "the record is of another match"
-        if rec["players"][self.seat] != self.client.key.public_key().public_bytes_raw():
+        mine = self.client.key.public_key().public_bytes_raw()
+        if self.team_play:
+            team = (rec.get("teams") or [[], []])[self.seat]
+            if len(team) <= self.member or team[self.member] != mine:
+                return "the record puts another key in our place on our team"
+        elif rec["players"][self.seat] != mine:
             return "the record puts another key on our seat"
         games = rec["games"]
         if len(games) != len(self._seen):
@@ -527,9 +575,9 @@ class MatchHandle:
         self._emit(Info(msg))
         self._maybe_turn(msg.first)
 
-    def _maybe_turn(self, nxt: int | None) -> None:
-        if nxt is None or nxt != self.seat:
-            return
+    def _maybe_turn(self, nxt: int | None, named: bool = False) -> None:
+        if nxt is None or nxt != self.seat or (self.team_play and not named):
+            return  # in team play only ``turn`` says whether we call (6.8)
         g = self.mirror
         count = g.shot_count(nxt) if g is not None else 1
         radar = bool(self.rules and self.rules.radar and g and not g.boards[1 - nxt].radar_used)

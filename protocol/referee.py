@@ -189,7 +189,10 @@ class Referee:
             raise ValueError(f"unknown mode {mode!r}")
         if teams is not None and (
             len(teams) != 2
-            or any(len(t) != rules.team_size or t[0] != p for t, p in zip(teams, players, strict=True))
+            or any(
+                len(t) != rules.team_size or t[0] != p
+                for t, p in zip(teams, players, strict=True)
+            )
         ):
             raise ValueError("teams: team_size members a seat, the seat's player first")
         self.match_id = match_id
@@ -207,6 +210,8 @@ class Referee:
         self._gone_at: list[float | None] = [None, None]
         self._left = [False, False]
         #: Seqs of the shots applied in the current game, by seat (seqs repeat only across games).
+        #: In team play each member's session counts its own seqs: a seq there is keyed by the
+        #: member too (``seq + member * 2**53``, past any seq's range).
         self._shot_seqs: tuple[set[int], set[int]] = (set(), set())
         self._out: list[Send] = []
         self.urgent: int | None = None
@@ -348,7 +353,7 @@ class Referee:
             raise Refused(ErrorCode.NOT_CAPTAIN, f"{msg.TAG!r} is for the team's captain")
         if kind is m.Fire:
             msg = cast(m.Fire, msg)
-            seq = msg.seq
+            seq = msg.seq if self.teams is None else msg.seq + (msg.member << 53)
             if seq in self._shot_seqs[seat]:
                 return []  # a resend after a drop: it applied once already
             labels = msg.cells
@@ -364,7 +369,7 @@ class Referee:
             # The transcript logs the map as received (it is what from_dict accepted, exactly).
             inp = Answer(seat, Verdict.from_dict(msg.verdict), msg.verdict)
         elif isinstance(msg, m.Radar):
-            seq = msg.seq
+            seq = msg.seq if self.teams is None else msg.seq + (msg.member << 53)
             if seq in self._shot_seqs[seat]:
                 return []
             inp = Radar(seat, msg.member, _cell(msg.at, r.rows, r.cols))
