@@ -214,3 +214,48 @@ async def test_the_direct_writer_stores_a_batch_whole_or_not_at_all(
         assert _in_table(db, "journal_log") == [(MID.hex(), n) for n in range(size)]
     finally:
         writer.close()
+
+
+async def test_a_team_match_replays_with_its_members_and_who_was_away() -> None:
+    # Team play (spec 6.8): the start entry names the members, presence entries the member.
+    clock = Clock()
+    rules = preset("classic").replace(team_size=2)
+    teams = ((PLAYERS[0], player_id("a2")), (PLAYERS[1], player_id("b2")))
+    lot = bytes(32)
+    ref = Referee(match_id=MID, rules=rules, mode="custody", players=PLAYERS, lot=lot, teams=teams)
+    rows = [entry("start", lot, False, [list(t) for t in teams], clock.wall(0.0))]
+    ref.start(0.0)
+    rng = random.Random(4)
+    for seat in (0, 1):
+        c = Committed(rules, random_fleet(rules, rng), rng.randbytes(32), MID, 1, seat)
+        msg = m.Place(
+            MID, 1, tuple(c.fleet.to_list()), c.secret, c.seat_sig(player_key("ab"[seat]))
+        )
+        ref.receive(seat, msg, 1.0)
+        rows.append(entry("in", seat, m.encode(msg), clock.wall(1.0)))
+    g = ref.game
+    assert g is not None and g.turn is not None
+    ref.seat_gone(g.turn, 2.0, 0)
+    rows.append(entry("gone", g.turn, 0, clock.wall(2.0)))
+    for seq in range(1, 5):
+        s = g.turn
+        assert s is not None
+        k = ref.caller(s)
+        fire = m.Fire(MID, 1, (f"{'ABCD'[seq - 1]}1",), k, seq)
+        ref.receive(s, fire, 3.0, k)
+        rows.append(entry("in", s, m.encode(fire), clock.wall(3.0)))
+    lot2, public, ids = started(rows[0])
+    assert ids == [list(t) for t in teams] and not public
+    again = Referee(
+        match_id=MID,
+        rules=rules,
+        mode="custody",
+        players=PLAYERS,
+        lot=lot2,
+        teams=(tuple(ids[0]), tuple(ids[1])),
+    )
+    replay(again, rows, clock)
+    h = again.game
+    assert h is not None
+    assert list(h.transcript) == list(g.transcript)
+    assert again.view(5.0) == ref.view(5.0)  # who is away, and so who calls, included

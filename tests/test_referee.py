@@ -148,9 +148,7 @@ def play(
 
 def replay(played: Referee) -> Audiences:
     """Feed every game's transcript, in order, to a fresh referee that draws no lot itself."""
-    ref = Referee(
-        match_id=MID, rules=played.rules, mode=played.mode, players=PLAYERS, lot=None
-    )
+    ref = Referee(match_id=MID, rules=played.rules, mode=played.mode, players=PLAYERS, lot=None)
     seen = Audiences()
     seen.take(ref.start(0.0))
     for g in played.match.games:
@@ -294,6 +292,99 @@ def test_a_player_who_leaves_forfeits_every_game_still_to_come() -> None:
     assert ref.match.winner == 0
     reasons = [g.outcome.reason.value for g in ref.match.games if g.outcome]
     assert reasons == ["resigned", "abandoned"]
+
+
+# -- team play (spec 6.8) --------------------------------------------------------------------------
+
+TEAM_IDS = ((PLAYERS[0], player_id("a2")), (PLAYERS[1], player_id("b2")))
+
+
+def _team_match() -> tuple[Referee, list[Send]]:
+    rules = CLASSIC.replace(team_size=2)
+    ref = Referee(
+        match_id=MID, rules=rules, mode="custody", players=PLAYERS, lot=bytes(32), teams=TEAM_IDS
+    )
+    out = ref.start(0.0)
+    g = ref.game
+    assert g is not None
+    rng = random.Random(3)
+    for seat in (0, 1):
+        fleet = tuple(random_fleet(rules, rng).to_list())
+        out += ref.receive(
+            seat, place_msg(MID, 1, fleet, bytes(32), seat, rules, "ab"[seat]), 0.0, member=0
+        )
+    return ref, out
+
+
+@contextmanager
+def refusal(code: ErrorCode, ref: Referee) -> Iterator[None]:
+    """The block is refused with ``code`` and changes nothing the match shows."""
+    before = ref.view(0.0)
+    with pytest.raises(Refused) as info:
+        yield
+    assert info.value.code == code
+    assert ref.view(0.0) == before
+
+
+def _turns(sends: list[Send]) -> list[tuple[int, int]]:
+    return [(s.msg.seat, s.msg.member) for s in sends if isinstance(s.msg, m.Turn)]
+
+
+def test_the_referee_names_each_caller_and_refuses_the_others() -> None:
+    ref, out = _team_match()
+    teams = [s.msg for s in out if isinstance(s.msg, m.Team)]
+    assert [(t.seat, t.members) for t in teams] == [(0, TEAM_IDS[0]), (1, TEAM_IDS[1])]
+    g = ref.game
+    assert g is not None and g.turn is not None
+    first = g.turn
+    assert _turns(out) == [(first, 0)]
+    # Member 1 may not call member 0's turn, nor call as member 0.
+    with refusal(ErrorCode.NOT_CALLER, ref):
+        ref.receive(first, m.Fire(MID, 1, ("A1",), 1, 1), 0.0, member=1)
+    with refusal(ErrorCode.NOT_CALLER, ref):
+        ref.receive(first, m.Fire(MID, 1, ("A1",), 0, 1), 0.0, member=1)
+    # Only the captain resigns (or places, answers, reveals).
+    with refusal(ErrorCode.NOT_CAPTAIN, ref):
+        ref.receive(first, m.Resign(MID, 1), 0.0, member=1)
+    called = []
+    for seq in range(1, 9):
+        s = g.turn
+        k = ref.caller(s)
+        called.append((s, k))
+        sends = ref.receive(s, m.Fire(MID, 1, (f"{'ABCDEFGH'[seq - 1]}10",), k, seq), 0.0, k)
+        if g.turn is not None:
+            assert _turns(sends)[-1] == (g.turn, ref.caller(g.turn))
+    # The caller rotates within each team, a turn each (classic: no hit again).
+    assert [k for s, k in called if s == first] == [0, 1, 0, 1]
+    assert [k for s, k in called if s != first] == [0, 1, 0, 1]
+
+
+def test_a_member_away_is_skipped_and_a_team_is_away_only_when_all_are() -> None:
+    ref, _ = _team_match()
+    g = ref.game
+    assert g is not None and g.turn is not None
+    s = g.turn
+    # The due caller (member 0) goes: the turn passes at once to member 1, and nobody is told
+    # the seat is away.
+    gone = ref.seat_gone(s, 1.0, member=0)
+    assert _turns(gone) == [(s, 1)]
+    assert not any(isinstance(x.msg, m.OpponentStatus) for x in gone)
+    assert ref.wake_at == float("inf")  # no grace period runs
+    ref.receive(s, m.Fire(MID, 1, ("J1",), 1, 1), 1.0, member=1)
+    # The whole team away: the other seat is told, and the grace period runs.
+    gone = ref.seat_gone(s, 2.0, member=1)
+    assert [x.msg for x in gone if isinstance(x.msg, m.OpponentStatus)] == [
+        m.OpponentStatus(MID, s, False, ref.rules.clocks.grace)
+    ]
+    assert ref.wake_at == 2.0 + ref.rules.clocks.grace
+    # One comes back: it alone gets start, the teams and its snapshot; the other seat is told.
+    back = ref.seat_back(s, 3.0, member=1)
+    mine = [x for x in back if x.member == 1]
+    assert [type(x.msg) for x in mine] == [m.Start, m.Team, m.Team, m.Snapshot]
+    assert all(x.to == (SEAT0 if s == 0 else SEAT1) for x in mine)
+    assert [x.msg.present for x in back if isinstance(x.msg, m.OpponentStatus)] == [True]
+    snapshot = next(x.msg for x in mine if isinstance(x.msg, m.Snapshot))
+    assert snapshot.view["away"][s] == [0] and snapshot.view["teams"] == [list(t) for t in TEAM_IDS]
 
 
 # -- the transition table ------------------------------------------------------------------------
