@@ -36,6 +36,7 @@ from . import lobby  # noqa: F401
 from . import game  # noqa: F401
 from . import refusals  # noqa: F401
 from . import resume  # noqa: F401
+from . import teams  # noqa: F401
 
 # isort: on
 from .command import conformance
