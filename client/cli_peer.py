@@ -6,45 +6,63 @@ import random
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import trio
 
 from .cli_common import _hostport, _rules_arg, _unwrap, console
+from .cli_play import LINE_OPTION
+
+if TYPE_CHECKING:
+    from .tui import GameUI
 
 __all__ = ["host_cmd", "join_cmd"]
 
 
-def _peer_player(bot_name: str | None, seed: int | None) -> Any:
+def _peer_player(bot_name: str | None, seed: int | None, ui: GameUI | None = None) -> Any:
     from seabattle.client.bots import make_strategy
     from seabattle.client.peer import BotPlayer
 
     if bot_name is None:
         from seabattle.client.human import ConsolePlayer
 
-        return ConsolePlayer(console)
+        return ConsolePlayer(console, ui=ui)
     rng = random.Random(seed) if seed is not None else None
     return BotPlayer(make_strategy(bot_name), rng)
 
 
-def _peer_reporter(verbose: bool, human: bool) -> Callable[[str, Any], None] | None:
+def _peer_reporter(
+    verbose: bool, human: bool, say: Callable[[str], None] = console.print
+) -> Callable[[str, Any], None] | None:
     if human and not verbose:
         return None  # the terminal player tells its person everything already
 
     def report(kind: str, data: Any) -> None:
         if kind == "firing":
-            console.print(f"game {data['game']}: seat {data['first']} fires first")
+            say(f"game {data['game']}: seat {data['first']} fires first")
         elif kind == "game_over":
             o = data["outcome"]
-            console.print(f"game {data['game']} over: winner seat {o['winner']} ({o['reason']})")
+            say(f"game {data['game']} over: winner seat {o['winner']} ({o['reason']})")
         elif verbose and kind == "result":
             cells = ", ".join(c.label() for c in data["cells"])
             v = data["verdict"]
             res = [r.result.value for r in v.results] or [f"total {v.total}"]
-            console.print(f"  {cells}: {', '.join(map(str, res))}")
+            say(f"  {cells}: {', '.join(map(str, res))}")
 
     return report
+
+
+def _runner(bot_name: str | None, line: bool) -> Callable[[Callable[..., Any]], Any]:
+    """How a peer command runs: a person at a terminal on the game screen, else ``trio.run``."""
+    from seabattle.client.tui import screen_wanted
+
+    if bot_name is not None or not screen_wanted(line):
+        return trio.run
+    from seabattle.client.screen import run
+
+    screen: Callable[[Callable[..., Any]], Any] = run
+    return screen
 
 
 def _finish_peer(result: Any, save: str | None) -> None:
@@ -66,14 +84,19 @@ def _finish_peer(result: Any, save: str | None) -> None:
         sys.exit(1)
 
 
-def _run_peer(play: Callable[[], Awaitable[Any]], other: str) -> Any:
-    """Run a peer match; a person leaving, or the other side going away, ends it with a message."""
+def _run_peer(
+    play: Callable[..., Awaitable[Any]],
+    other: str,
+    runner: Callable[[Callable[..., Any]], Any] = trio.run,
+) -> Any:
+    """Run a peer match (by ``runner``: ``trio.run`` or the game screen's); a person leaving, or
+    the other side going away, ends it with a message."""
     from seabattle.client.peer import PeerCheated
     from seabattle.client.tui import Quit
     from seabattle.client.wire import ConnectionClosed
 
     try:
-        return trio.run(play)
+        return runner(play)
     except BaseException as raised:
         e = _unwrap(raised)
         if isinstance(e, Quit | KeyboardInterrupt):
@@ -97,6 +120,7 @@ def _run_peer(play: Callable[[], Awaitable[Any]], other: str) -> Any:
 @click.option("--save", default=None, type=click.Path(dir_okay=False), help="Save the record.")
 @click.option("--seed", default=None, type=int)
 @click.option("-v", "--verbose", is_flag=True)
+@LINE_OPTION
 def host_cmd(
     port: int,
     bind: str,
@@ -106,14 +130,16 @@ def host_cmd(
     save: str | None,
     seed: int | None,
     verbose: bool,
+    line: bool,
 ) -> None:
     """Host a peer match (no server): wait for one joiner and play."""
     from seabattle.client.peer import host
 
     rules = _rules_arg(rules_)
-    player = _peer_player(bot_name, seed)
 
-    async def run() -> Any:
+    async def run(ui: GameUI | None = None) -> Any:
+        player = _peer_player(bot_name, seed, ui)
+        say = console.print if ui is None else ui.say
         async with trio.open_nursery() as nursery:
             box: list[Any] = []
 
@@ -125,16 +151,16 @@ def host_cmd(
                         port=port,
                         bind=bind,
                         key=key,
-                        on_event=_peer_reporter(verbose, bot_name is None),
+                        on_event=_peer_reporter(verbose, bot_name is None, say),
                         task_status=task_status,
                     )
                 )
 
             addr = await nursery.start(serve)
-            console.print(f"hosting {rules.name} on {addr[0]}:{addr[1]}; waiting for a joiner")
+            say(f"hosting {rules.name} on {addr[0]}:{addr[1]}; waiting for a joiner")
         return box[0]
 
-    _finish_peer(_run_peer(run, "the joiner"), save)
+    _finish_peer(_run_peer(run, "the joiner", _runner(bot_name, line)), save)
 
 
 @click.command("join")
@@ -145,6 +171,7 @@ def host_cmd(
 @click.option("--save", default=None, type=click.Path(dir_okay=False), help="Save the record.")
 @click.option("--seed", default=None, type=int)
 @click.option("-v", "--verbose", is_flag=True)
+@LINE_OPTION
 def join_cmd(
     address: str,
     bot_name: str | None,
@@ -153,17 +180,22 @@ def join_cmd(
     save: str | None,
     seed: int | None,
     verbose: bool,
+    line: bool,
 ) -> None:
     """Join a peer match hosted at ADDRESS (HOST:PORT)."""
     from seabattle.client.peer import join
 
     h, p = _hostport(address)
-    player = _peer_player(bot_name, seed)
-    reporter = _peer_reporter(verbose, bot_name is None)
-    try:
-        result = _run_peer(
-            lambda: join(player, h, p, key=key, name=name, on_event=reporter), "the host"
+
+    async def run(ui: GameUI | None = None) -> Any:
+        player = _peer_player(bot_name, seed, ui)
+        reporter = _peer_reporter(
+            verbose, bot_name is None, console.print if ui is None else ui.say
         )
+        return await join(player, h, p, key=key, name=name, on_event=reporter)
+
+    try:
+        result = _run_peer(run, "the host", _runner(bot_name, line))
     except OSError as e:
         raise click.ClickException(f"cannot reach {address}: {e}") from None
     _finish_peer(result, save)

@@ -29,8 +29,16 @@ from .placement import PLACEMENTS
 if TYPE_CHECKING:
     from .botplay import BotResult
     from .match import MatchHandle
+    from .tui import GameUI
 
-__all__ = ["bot", "play"]
+__all__ = ["LINE_OPTION", "bot", "play"]
+
+#: ``--line``: the scrolling line mode even on a terminal (off a terminal it is the only one).
+LINE_OPTION = click.option(
+    "--line",
+    is_flag=True,
+    help="Play in the line mode (a transcript of typed lines) instead of the game screen.",
+)
 
 
 def _stats(rules: RuleSet, strategy: str, games: int, seed: int | None, placement: str) -> None:
@@ -250,6 +258,7 @@ def bot(
 @click.option("--key", default=None, help="Identity key file (a guest key if omitted).")
 @click.option("--name", default="player", show_default=True)
 @_PLACEMENT
+@LINE_OPTION
 def play(
     server: str,
     tls: bool,
@@ -263,10 +272,13 @@ def play(
     key: str | None,
     name: str,
     placement: str,
+    line: bool,
 ) -> None:
-    """Play one match by hand on a server: rich grids, typed coordinates. A quick match, or a
-    private one: --invite prints the code that the opponent's --join takes."""
+    """Play one match by hand on a server: the game screen (both boards, both clocks, typed or
+    aimed cells), or the line mode off a terminal or with --line. A quick match, or a private
+    one: --invite prints the code that the opponent's --join takes."""
     from seabattle.client.human import play_server
+    from seabattle.client.tui import screen_wanted
 
     from .cli_lobby import save_record, summary
 
@@ -278,15 +290,21 @@ def play(
     h, p = conn.hostport
     rules = _rules_map(_rules_arg(rules_))
 
-    async def keep(match: MatchHandle) -> None:
-        assert save is not None
-        click.echo(summary(await save_record(match.client, match.id, Path(save))))
-
-    async def run() -> None:
+    async def check() -> None:
         # A first handshake on its own: what refuses it (TLS, a pinned key, a closed server) is
         # told as open_client tells it, before the screen starts.
         async with open_client(conn, key=key, name=name):
             pass
+
+    async def run(ui: GameUI | None = None) -> None:
+        async def keep(match: MatchHandle) -> None:
+            assert save is not None
+            said = summary(await save_record(match.client, match.id, Path(save)))
+            if ui is None:
+                click.echo(said)
+            else:  # the screen is up: what is printed now would be drawn over
+                ui.say(said)
+
         stream = await open_stream(conn)
         await play_server(
             h,
@@ -301,6 +319,13 @@ def play(
             placement=placement,
             create=invite,
             at_end=None if save is None else keep,
+            ui=ui,
         )
 
-    run_client(conn, run)
+    run_client(conn, check)
+    if screen_wanted(line):
+        from seabattle.client.screen import run as on_screen
+
+        run_client(conn, run, lambda fn: on_screen(fn, placement=placement))
+    else:
+        run_client(conn, run)

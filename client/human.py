@@ -39,8 +39,7 @@ from .events import (
 )
 from .match import MatchHandle, RunningClock
 from .peer import Move, Player
-from .render import render_end
-from .tui import ClockSource, LineReader, Quit, TerminalUI, describe_verdict
+from .tui import ClockSource, GameUI, LineReader, Quit, TerminalUI, describe_verdict
 from .wire import ConnectionClosed
 
 __all__ = ["ConsolePlayer", "play_server"]
@@ -67,10 +66,9 @@ class ConsolePlayer(Player):
         self,
         console: Console | None = None,
         read: LineReader | None = None,
-        ui: TerminalUI | None = None,
+        ui: GameUI | None = None,
     ) -> None:
-        self.ui = ui or TerminalUI(console, read)
-        self.console = self.ui.console
+        self.ui: GameUI = ui or TerminalUI(console, read)
         self.current: Fleet | None = None
         self._rules_shown = False
 
@@ -81,6 +79,7 @@ class ConsolePlayer(Player):
             self._rules_shown = True
         self.current = await self.ui.place(rules, game)
         self.ui.say("waiting for your opponent's fleet")
+        self.ui.show(None, 0, self.current)
         return self.current
 
     async def move(self, game: Game, seat: int, view: Any) -> Move:
@@ -95,12 +94,14 @@ class ConsolePlayer(Player):
 
     def started(self, game: Game, seat: int) -> None:
         """Say who fires first."""
+        self.ui.show(game, seat, self.current)
         self.ui.say(_first_line(game, seat), "bold")
         if game.first != seat:
             self.ui.say("waiting for your opponent's shot")
 
     def shot_answered(self, game: Game, seat: int, shot: Shot, verdict: Verdict) -> None:
         """Say what our shot found."""
+        self.ui.show(game, seat, self.current)
         self.ui.say("you fired: " + describe_verdict(game.rules, shot.cells, shot.radar, verdict))
         if game.phase is Phase.FIRING and game.turn == seat and _again(game.rules, verdict):
             self.ui.say("a hit shoots again (house rule)", "yellow")
@@ -110,28 +111,21 @@ class ConsolePlayer(Player):
     def shot_at(self, game: Game, seat: int, shot: Shot, verdict: Verdict) -> None:
         """Say what the opponent's shot found."""
         text = describe_verdict(game.rules, shot.cells, shot.radar, verdict)
+        self.ui.show(game, seat, self.current)
         self.ui.say("your opponent fired: " + text)
 
     def shot_lost(self, game: Game, seat: int, loser: int, why: str) -> None:
         """Say whose shot was lost, and why."""
         who = "your" if loser == seat else "your opponent's"
+        self.ui.show(game, seat, self.current)
         self.ui.say(f"{who} shot is lost: {_LOST.get(why, why)}", "yellow")
 
     def game_over(self, game: Game, seat: int) -> None:
         """The reason, then both fleets with every shot on them."""
         assert game.outcome is not None
         theirs = game.reveals[1 - seat]
-        self.ui.say(
-            render_end(
-                game.number,
-                game,
-                seat,
-                game.outcome.to_dict(),
-                self.current,
-                theirs.fleet if theirs is not None else None,
-                self.console.width,
-            )
-        )
+        their = theirs.fleet if theirs is not None else None
+        self.ui.game_over(game.number, game, seat, game.outcome.to_dict(), self.current, their)
 
 
 # ================================================================================================
@@ -142,7 +136,7 @@ class ConsolePlayer(Player):
 class _Refereed:
     """One match on a server, played by hand: events in, prompts out (see the module docstring)."""
 
-    def __init__(self, ui: TerminalUI, match: MatchHandle) -> None:
+    def __init__(self, ui: GameUI, match: MatchHandle) -> None:
         self.ui = ui
         self.match = match
         self.fleet: Fleet | None = None
@@ -162,6 +156,7 @@ class _Refereed:
             self._nursery = nursery
             async for ev in self.match.events():
                 self.on_event(ev)
+                self.ui.show(self.match.mirror, self.seat, self.fleet)
             self._cancel_prompt()
 
     # -- prompts ---------------------------------------------------------------------------------
@@ -278,7 +273,7 @@ class _Refereed:
             outcome = dict(ev.outcome)
             fleet = ev.fleet or self.fleet
             their = theirs.fleet if theirs is not None else None
-            ui.say(render_end(ev.game, end, self.seat, outcome, fleet, their, ui.console.width))
+            ui.game_over(ev.game, end, self.seat, outcome, fleet, their)
         elif isinstance(ev, MatchEnded):
             self._cancel_prompt()
             self._match_over(ev)
@@ -342,6 +337,7 @@ async def play_server(
     placement: str = "uniform",
     create: bool = False,
     at_end: Callable[[MatchHandle], Awaitable[None]] | None = None,
+    ui: GameUI | None = None,
 ) -> bool | None:
     """Play one match on a server by hand (quick match, or join ``invite``); did we win?
 
@@ -349,10 +345,12 @@ async def play_server(
     ``placement`` is the strategy the placing command ``random`` uses (``placement.PLACEMENTS``).
     ``create``: open a private match and say its invitation code. ``at_end`` runs on the match
     once it has ended, before the connection closes (``play --save`` fetches the record there).
+    ``ui`` replaces the line mode (``console``, ``read``, ``placement``): the game screen.
     """
     from .api import connect
 
-    ui = TerminalUI(console, read, placement=placement)
+    if ui is None:
+        ui = TerminalUI(console, read, placement=placement)
     async with connect(host, port, key=key, name=name, stream=stream) as client:
         ui.say(f"connected as {client.player[:16]}...; waiting for an opponent")
         if create:
@@ -363,6 +361,9 @@ async def play_server(
         await match.wait_started()
         assert match.rules is not None
         ui.say(f"match {match.id.hex()}: you are seat {match.seat}, {match.mode} mode", "bold")
+        ui.match(
+            f"match {match.id.hex()[:12]} · seat {match.seat} · {match.mode}", lambda: match.clock
+        )
         ui.show_rules(match.rules)
         left = False
         try:

@@ -9,6 +9,7 @@ only adds to them.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -23,15 +24,19 @@ from seabattle.protocol.verdict import Result
 
 __all__ = [
     "LEGEND",
+    "board_glyph",
     "describe_rules",
     "explain_end",
     "explain_refusal",
+    "grid_lines",
     "house_badge",
     "house_rules",
+    "placement_glyph",
     "render_end",
     "render_grids",
     "render_placement",
     "rules_panel",
+    "ship_list",
 ]
 
 Glyph = tuple[str, str]  # (character, rich style)
@@ -45,25 +50,56 @@ _MARK: dict[Result | None, Glyph] = {
     None: ("?", "yellow"),  # fired within a salvo whose answer was a total only
 }
 _CROSSED: Glyph = ("-", "dim")
+_START: Glyph = ("+", "yellow")  # the game screen: where the next ship may start
 
 #: One line that says what every glyph means.
 LEGEND = "~ water  O ship  X hit  # sunk  . miss  - crossed out (no ship can be there)  ? unknown"
 
 
-def _grid(rules: RuleSet, glyph: Callable[[int], Glyph], title: str) -> list[Text]:
+def grid_lines(
+    rules: RuleSet,
+    glyph: Callable[[int], Glyph],
+    title: str | Text,
+    overlay: Callable[[int], str | None] | None = None,
+) -> list[Text]:
+    """One grid as lines: ``title``, the column labels, then each row's glyphs.
+
+    ``overlay`` adds a style to some cells (the game screen's cursor and chosen cells), so that
+    the glyph underneath still reads.
+    """
     header = "    " + " ".join(column_label(c) for c in range(rules.cols))
-    lines = [Text(title, style="bold"), Text(header)]
+    head = title if isinstance(title, Text) else Text(title, style="bold")
+    lines = [head, Text(header)]
     for r in range(rules.rows):
         line = Text(f"{r + 1:>3} ")
+        # One span per run of cells that look alike, the blank after a cell in its style: a
+        # terminal is sent one style change per run rather than two per cell.
+        run, run_style = "", ""
         for c in range(rules.cols):
-            ch, style = glyph(r * rules.cols + c)
-            line.append(ch, style=style)
-            line.append(" ")
+            i = r * rules.cols + c
+            ch, style = glyph(i)
+            extra = overlay(i) if overlay is not None else None
+            if extra:
+                line.append(run, style=run_style)
+                line.append(ch, style=f"{style} {extra}")
+                run, run_style = " ", style
+            elif style == run_style:
+                run += ch + " "
+            else:
+                line.append(run, style=run_style)
+                run, run_style = ch + " ", style
+        line.append(run, style=run_style)
         lines.append(line)
     return lines
 
 
-def _board_glyph(board: Board, own: list[int] | None) -> Callable[[int], Glyph]:
+#: The old private name, which ``show`` still imports.
+_grid = grid_lines
+
+
+def board_glyph(board: Board, own: list[int] | None) -> Callable[[int], Glyph]:
+    """What each cell of ``board`` shows: shots and their results, crossed-out cells, and the
+    ships of ``own`` (an occupancy list: ours, or a revealed fleet) under them."""
     # A sunk ship is drawn whole where its cells are known: shown by the rules, or ours/revealed.
     cols = board.rules.cols
     sunk = {c.index(cols) for cells in board.sunk.values() if cells for c in cells}
@@ -113,9 +149,9 @@ def render_grids(
     rules = game.rules
     own = fleet.occupancy(rules) if fleet is not None else None
     theirs = their_fleet.occupancy(rules) if their_fleet is not None else None
-    left = _grid(rules, _board_glyph(game.boards[seat], own), "your fleet")
+    left = grid_lines(rules, board_glyph(game.boards[seat], own), "your fleet")
     target = "their fleet" if their_fleet is not None else "target"
-    right = _grid(rules, _board_glyph(game.boards[1 - seat], theirs), target)
+    right = grid_lines(rules, board_glyph(game.boards[1 - seat], theirs), target)
     return _side_by_side(left, right, width)
 
 
@@ -123,6 +159,23 @@ def render_placement(
     rules: RuleSet, placed: Mapping[int, Placement], next_ship: int | None
 ) -> Text:
     """The grid being placed on, and the ship list: where each ship lies, and which is next."""
+    grid = grid_lines(rules, placement_glyph(rules, placed), "your fleet")
+    ships = ship_list(rules, placed, next_ship)
+    while len(ships) < len(grid):
+        ships.append(Text(""))
+    while len(grid) < len(ships):
+        grid.append(Text(""))
+    return _side_by_side(grid, ships, None)
+
+
+def placement_glyph(
+    rules: RuleSet,
+    placed: Mapping[int, Placement],
+    starts: AbstractSet[int] = frozenset(),
+    preview: Mapping[int, bool] | None = None,
+) -> Callable[[int], Glyph]:
+    """The grid being placed on: the ships down, ``starts`` (cells the next ship may start on,
+    004's marks) and ``preview`` (the next ship where the cursor is: cell to whether it fits)."""
     occ = [0] * rules.cells
     for k, p in placed.items():
         for c in p.cells(rules.fleet[k].length):
@@ -130,9 +183,17 @@ def render_placement(
                 occ[c.index(rules.cols)] = k + 1
 
     def glyph(i: int) -> Glyph:
-        return _SHIP if occ[i] else _WATER
+        if preview is not None and i in preview:
+            return ("o", "bold green") if preview[i] else ("o", "bold red")
+        if occ[i]:
+            return _SHIP
+        return _START if i in starts else _WATER
 
-    grid = _grid(rules, glyph, "your fleet")
+    return glyph
+
+
+def ship_list(rules: RuleSet, placed: Mapping[int, Placement], next_ship: int | None) -> list[Text]:
+    """The fleet as lines: where each placed ship lies, and which one is asked for next."""
     ships = [Text("ships", style="bold"), Text("")]
     for k, spec in enumerate(rules.fleet):
         at = placed.get(k)
@@ -145,11 +206,7 @@ def render_placement(
         else:
             line.append("-", style="dim")
         ships.append(line)
-    while len(ships) < len(grid):
-        ships.append(Text(""))
-    while len(grid) < len(ships):
-        grid.append(Text(""))
-    return _side_by_side(grid, ships, None)
+    return ships
 
 
 # ================================================================================================
@@ -226,10 +283,14 @@ def rules_panel(r: RuleSet, *, peer: bool = False) -> RenderableType:
 
 
 def house_badge(r: RuleSet) -> Text | None:
-    """003's badge: the "shoot again" house rule, shown to both players while they play."""
-    if not r.hit_again_shown:
+    """003's badge: "a hit shoots again", shown to both players while they play, whenever the
+    rules say so (a house rule where the preset says otherwise, as on 003's six-ship)."""
+    if not r.hit_again:
         return None
-    return Text(" HOUSE RULE: a hit shoots again ", style="bold black on yellow")
+    base = _base_preset(r)
+    house = r.hit_again_shown or base is None or not base.hit_again
+    label = " HOUSE RULE: a hit shoots again " if house else " a hit shoots again "
+    return Text(label, style="bold black on yellow")
 
 
 # ================================================================================================

@@ -17,9 +17,9 @@ import math
 import random
 import sys
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import TextIO
+from typing import Any, Final, Literal, Protocol, TextIO
 
 import trio
 from rich.console import Console, RenderableType
@@ -38,13 +38,16 @@ from .render import (
     LEGEND,
     explain_refusal,
     house_badge,
+    render_end,
     render_grids,
     render_placement,
     rules_panel,
 )
 
 __all__ = [
+    "AGAIN",
     "ClockSource",
+    "GameUI",
     "LineReader",
     "Move",
     "Quit",
@@ -53,6 +56,9 @@ __all__ = [
     "describe_verdict",
     "parse_move",
     "render_grids",
+    "screen_wanted",
+    "shot_hint",
+    "typed_move",
 ]
 
 #: Reads the line typed at ``prompt``; ``None`` at the end of input.
@@ -73,8 +79,67 @@ MOVE_HELP = (
 )
 
 
+def screen_wanted(line: bool = False) -> bool:
+    """Whether the full-screen game (:mod:`seabattle.client.screen`) is for this terminal:
+    standard input and output are both terminals, the terminal can address its cells (not
+    ``TERM=dumb``), and the player did not ask for the line mode (``line``)."""
+    import os
+
+    term = os.environ.get("TERM", "")
+    return not line and sys.stdin.isatty() and sys.stdout.isatty() and term not in ("", "dumb")
+
+
 class Quit(Exception):
     """The player left: the input ended, or they typed ``quit``."""
+
+
+class GameUI(Protocol):
+    """What the shells of :mod:`seabattle.client.human` talk to: :class:`TerminalUI` (the line
+    mode) or :class:`~seabattle.client.screen.ScreenUI` (the game screen)."""
+
+    def say(self, text: str | RenderableType, style: str | None = None) -> None:
+        """Tell the player something."""
+
+    def refused(self, code: int, detail: str) -> None:
+        """Explain a refused move or placement."""
+
+    def show_rules(self, rules: RuleSet, *, peer: bool = False) -> None:
+        """The rule set and its house rules."""
+
+    def match(self, title: str, clocks: ClockSource | None) -> None:
+        """The match's name, and where the clock running now (for either seat) is read."""
+
+    def show(self, game: Game | None, seat: int, fleet: Fleet | None) -> None:
+        """The state of the game changed."""
+
+    def game_over(
+        self,
+        number: int,
+        game: Game | None,
+        seat: int,
+        outcome: Mapping[str, Any],
+        fleet: Fleet | None,
+        their_fleet: Fleet | None,
+    ) -> None:
+        """A game ended: how, and both fleets."""
+
+    async def place(self, rules: RuleSet, game: int, clock: ClockSource | None = None) -> Fleet:
+        """The fleet the player places."""
+        ...
+
+    async def move(
+        self,
+        game: Game,
+        seat: int,
+        fleet: Fleet | None,
+        clock: ClockSource | None = None,
+        *,
+        can_resign: bool = False,
+        count: int | None = None,
+        radar: bool | None = None,
+    ) -> Move | None:
+        """The player's move; ``None``: they resign."""
+        ...
 
 
 def parse_move(text: str, rules: RuleSet, count: int) -> Move:
@@ -91,6 +156,40 @@ def parse_move(text: str, rules: RuleSet, count: int) -> Move:
     if len(words) != count:
         raise ValueError(f"this turn calls {count} cell(s), e.g. " + " ".join(["E5"] * count))
     return "fire", [parse_cell(w, rules.rows, rules.cols) for w in words]
+
+
+#: What :func:`typed_move` answers for a line that was no move: ask again.
+AGAIN: Final = "again"
+
+
+def shot_hint(count: int, radar: bool, can_resign: bool) -> str:
+    """What the shot prompt says can be typed."""
+    hint = f"{count} cells" if count > 1 else "a cell, e.g. E5"
+    hint += ", or radar C3" if radar else ""
+    return hint + (", or resign" if can_resign else "")
+
+
+def typed_move(
+    ui: GameUI, text: str, rules: RuleSet, count: int, can_resign: bool
+) -> Move | Literal["again"] | None:
+    """What a line typed at the shot prompt asks: a move, ``None`` (resign), or :data:`AGAIN`
+    once ``ui`` has answered it (help, the rules, why the move was refused)."""
+    low = text.lower()
+    if low in ("help", "?"):
+        ui.say(MOVE_HELP + ("; 'resign' gives up this game" if can_resign else ""))
+        ui.say(LEGEND, "dim")
+    elif low == "rules":
+        ui.show_rules(rules)
+    elif low == "resign" and can_resign:
+        return None
+    else:
+        try:
+            return parse_move(text, rules, count)
+        except ProtocolError as e:
+            ui.refused(e.code, e.detail)
+        except ValueError as e:
+            ui.say(f"refused: {e}", "red")
+    return AGAIN
 
 
 def describe_verdict(rules: RuleSet, cells: Sequence[Cell], radar: bool, v: Verdict) -> str:
@@ -198,6 +297,24 @@ class TerminalUI:
     def show_rules(self, rules: RuleSet, *, peer: bool = False) -> None:
         """The rule set, its house rules and 003's badge, before the first game."""
         self.say(rules_panel(rules, peer=peer))
+
+    def match(self, title: str, clocks: ClockSource | None) -> None:
+        """What the game screen heads its page with; the line mode has said it already."""
+
+    def show(self, game: Game | None, seat: int, fleet: Fleet | None) -> None:
+        """The state changed; the line mode draws the grids only when it asks for a shot."""
+
+    def game_over(
+        self,
+        number: int,
+        game: Game | None,
+        seat: int,
+        outcome: Mapping[str, Any],
+        fleet: Fleet | None,
+        their_fleet: Fleet | None,
+    ) -> None:
+        """The reason, then both fleets with every shot on them."""
+        self.say(render_end(number, game, seat, outcome, fleet, their_fleet, self.console.width))
 
     # -- input -----------------------------------------------------------------------------------
 
@@ -320,25 +437,10 @@ class TerminalUI:
             count = game.shot_count(seat)
         if radar is None:
             radar = rules.radar and not game.boards[1 - seat].radar_used
-        hint = f"{count} cells" if count > 1 else "a cell, e.g. E5"
-        hint += ", or radar C3" if radar else ""
-        hint += ", or resign" if can_resign else ""
+        hint = shot_hint(count, radar, can_resign)
         async with self.countdown(clock, "to call your shot"):
             while True:
                 text = await self.ask(f"your shot ({hint}){self._left(clock)}: ")
-                low = text.lower()
-                if low in ("help", "?"):
-                    self.say(MOVE_HELP + ("; 'resign' gives up this game" if can_resign else ""))
-                    self.say(LEGEND, "dim")
-                    continue
-                if low == "rules":
-                    self.show_rules(rules)
-                    continue
-                if low == "resign" and can_resign:
-                    return None
-                try:
-                    return parse_move(text, rules, count)
-                except ProtocolError as e:
-                    self.refused(e.code, e.detail)
-                except ValueError as e:
-                    self.say(f"refused: {e}", "red")
+                move = typed_move(self, text, rules, count, can_resign)
+                if move != AGAIN:
+                    return move

@@ -1,4 +1,5 @@
-"""The ``seabattle`` command under a pseudo-terminal: typed lines in, the terminal's text out.
+"""The ``seabattle`` command's line mode (``--line``) under a pseudo-terminal: typed lines in, the
+terminal's text out (the game screen's own pty tests are in test_screen_pty.py).
 
 The command runs as a real process on the slave side of a pty (standard input, output and error),
 exactly as in a person's terminal; the test reads the master side, waits for prompts, types, and
@@ -8,17 +9,15 @@ time, so these are the only tests here that wait on the wall clock.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import random
 import re
-import struct
 import sys
-import termios
 
 import pytest
 import trio
 from helpers import quick_bot
+from pty_process import PtyProcess
 from seabattle.client.api import BotResult
 from seabattle.client.bots import make_strategy
 from seabattle.client.peer import BotPlayer, PeerResult, join
@@ -28,46 +27,17 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX p
 _ANSI = re.compile(r"\x1b(\[[0-9;?]*[A-Za-z]|\][^\x07]*\x07|[()][A-Z0-9])")
 
 
-class Terminal:
+class Terminal(PtyProcess):
     """A process on a pty of 100 x 40: read its screen, type lines."""
 
     def __init__(self, proc: trio.Process, fd: int) -> None:
-        self.proc = proc
-        self.fd = fd
-        self.raw = b""
+        super().__init__(proc, fd)
         self.pos = 0  # how far :meth:`expect` has consumed the screen
-        self.closed = False
-
-    @classmethod
-    async def spawn(cls, *args: str) -> Terminal:
-        master, slave = os.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 100, 0, 0))
-        env = dict(os.environ, TERM="xterm-256color", COLUMNS="100", LINES="40")
-        env.pop("NO_COLOR", None)
-        argv = [sys.executable, "-c", "from seabattle.client.cli import main; main()", *args]
-        proc = await trio.lowlevel.open_process(
-            argv, stdin=slave, stdout=slave, stderr=slave, env=env
-        )
-        os.close(slave)
-        os.set_blocking(master, False)
-        return cls(proc, master)
 
     @property
     def screen(self) -> str:
         """Everything shown so far, without escape sequences and carriage returns."""
         return _ANSI.sub("", self.raw.decode("utf-8", "replace")).replace("\r", "")
-
-    async def _read(self) -> None:
-        await trio.lowlevel.wait_readable(self.fd)
-        try:
-            data = os.read(self.fd, 65536)
-        except BlockingIOError:
-            return
-        except OSError:  # EIO: every process on the slave side has gone
-            data = b""
-        if not data:
-            self.closed = True
-        self.raw += data
 
     async def expect(self, pattern: str, timeout: float = 10) -> re.Match[str]:
         """Wait (at most ``timeout`` s) for ``pattern`` in what was shown since the last match."""
@@ -85,18 +55,6 @@ class Terminal:
         """Type ``line`` and Enter."""
         os.write(self.fd, line.encode() + b"\r")
 
-    async def finish(self, timeout: float = 10) -> int:
-        """Read to the end of output and wait for the process; its exit status."""
-        with trio.fail_after(timeout):
-            while not self.closed:
-                await self._read()
-            return await self.proc.wait()
-
-    def close(self) -> None:
-        if self.proc.returncode is None:
-            self.proc.kill()
-        os.close(self.fd)
-
 
 async def shoot_until_the_end(term: Terminal, rows: int, cols: int, first: list[str]) -> str:
     """Answer every shot prompt (``first``, then each cell in turn) until the game is over."""
@@ -109,7 +67,7 @@ async def shoot_until_the_end(term: Terminal, rows: int, cols: int, first: list[
 
 
 async def test_host_by_hand_in_a_terminal_against_a_bot() -> None:
-    term = await Terminal.spawn("host", "--port", "0", "--rules", "classic-8x8")
+    term = await Terminal.spawn("host", "--port", "0", "--rules", "classic-8x8", "--line")
     try:
         with trio.fail_after(20):
             found = await term.expect(r"hosting classic-8x8 on ([\d.]+):(\d+)")
@@ -155,7 +113,9 @@ app = pytest.importorskip("seabattle.server.app")
 async def test_play_on_a_server_by_hand_in_a_terminal(server: tuple[str, int]) -> None:
     host, port = server
     box: list[BotResult] = []
-    term = await Terminal.spawn("play", "--server", f"{host}:{port}", "--rules", "sea-battle")
+    term = await Terminal.spawn(
+        "play", "--server", f"{host}:{port}", "--rules", "sea-battle", "--line"
+    )
     try:
         with trio.fail_after(20):
             async with trio.open_nursery() as nursery:
