@@ -138,7 +138,8 @@ class ScreenUI:
         self._recv: trio.MemoryReceiveChannel[InputEvent] | None = None
         self._scope: trio.CancelScope | None = None
         self._dirty: trio.Event | None = None  #: set: draw again (``None``: trio has ended)
-        self.interrupted = False
+        #: The player left (quit, Ctrl-C): the screen closes without waiting for a key.
+        self.left = False
 
     # -- the run ---------------------------------------------------------------------------------
 
@@ -168,7 +169,6 @@ class ScreenUI:
             self.app.sink = None
             self._dirty = None
         if not box:
-            self.interrupted = True
             raise KeyboardInterrupt
         return box[0]
 
@@ -288,6 +288,7 @@ class ScreenUI:
             while True:
                 kind, value = await self._recv.receive()
                 if kind == "quit":
+                    self.left = True
                     raise Quit("quit")
                 if kind == "line":
                     line = value
@@ -303,6 +304,7 @@ class ScreenUI:
             self._push()
         line = line.strip()
         if line.lower() in ("quit", "exit"):
+            self.left = True
             raise Quit("quit")
         return line
 
@@ -631,7 +633,7 @@ async def _host(
         started[0].run_sync_soon(ui._cancel)
         await done
     if not shown.done():
-        if isinstance(done.result(), outcome.Value):
+        if isinstance(done.result(), outcome.Value) and not ui.left:
             ui.say("press any key to close the screen", "bold")
             app.call_later(app.leave_on_key)
         else:
@@ -644,10 +646,11 @@ async def _host(
 
 
 def _print_tail(transcript: list[RenderableType]) -> None:
-    """What the terminal keeps once the screen is gone: from the last game's end on."""
+    """What the terminal keeps once the screen is gone: from the last game's end on (or the
+    last few lines, when no game ended)."""
     from rich.console import Console
 
-    start = 0
+    start = max(0, len(transcript) - 4)
     for i, r in enumerate(transcript):
         if isinstance(r, Text) and re.match(r"game \d+ over: ", r.plain):
             start = i

@@ -286,3 +286,27 @@ async def test_play_on_the_game_screen_with_both_clocks(server: tuple[str, int])
         assert box[0].won is not None
     finally:
         term.close()
+
+
+async def test_ctrl_c_on_the_screen_leaves_the_match_at_once(server: tuple[str, int]) -> None:
+    box: list[BotResult] = []
+    term = await Screen.spawn("play", "--server", "{}:{}".format(*server), "--rules", "classic")
+    try:
+        with trio.fail_after(30):
+            async with trio.open_nursery() as nursery:
+
+                async def bot() -> None:
+                    box.append(
+                        await quick_bot(server, {"preset": "classic"}, "blind", random.Random(5))
+                    )
+
+                nursery.start_soon(bot)
+                await term.prompt()
+                term.press("\x03")
+                status = await term.finish()
+        # The game is given up (not left to the clock), and the terminal says so.
+        assert status == 0
+        assert "you left the match" in term.output.rsplit("PLACE YOUR FLEET", 1)[-1]
+        assert box[0].won is True
+    finally:
+        term.close()
