@@ -43,66 +43,30 @@ import outcome
 import trio
 from rich.console import RenderableType
 from rich.text import Text
-from seabattle.protocol.fleet import Fleet, Placement
+from seabattle.protocol.fleet import Fleet
 from seabattle.protocol.game import Game, Phase
 from seabattle.protocol.grid import Cell
-from seabattle.protocol.rules import RuleSet, SunkReport
+from seabattle.protocol.rules import RuleSet
 
-from .match import RunningClock
 from .placement import PlacementRefused, Placer
 from .render import (
     LEGEND,
-    board_glyph,
     explain_end,
     explain_refusal,
-    grid_lines,
-    house_badge,
-    house_rules,
-    placement_glyph,
     rules_panel,
-    ship_list,
 )
-from .screen_app import InputEvent, ScreenApp, View
+from .screen_app import InputEvent, ScreenApp
+from .screen_view import draw, legal_starts
 from .tui import AGAIN, ClockSource, Move, Quit, shot_hint, typed_move
 
-__all__ = ["ScreenUI", "legal_starts", "run"]
+__all__ = ["ScreenUI", "run"]
 
 T = TypeVar("T")
 
 #: How often the clocks on the screen are redrawn (seconds).
 _TICK = 0.25
 
-_KEYS_PLACING = "arrows move, Enter places, Space turns the ship"
-_KEYS_FIRING = "arrows aim, Enter fires, Space marks a salvo's cells"
 _CELL = re.compile(r"[A-Za-z]+[0-9]+")
-
-
-def legal_starts(placer: Placer, ship: int, vertical: bool) -> set[int]:
-    """Every cell index where ``ship`` could start (its top or left end), lying ``vertical``,
-    beside the ships already down: 004's marks on the placement board."""
-    rules = placer.rules
-    out: set[int] = set()
-    for i in range(rules.cells):
-        trial = Placer(rules)
-        trial.placed = dict(placer.placed)
-        try:
-            trial.place(ship, Cell(i // rules.cols, i % rules.cols), vertical)
-        except PlacementRefused:
-            continue
-        out.add(i)
-    return out
-
-
-def _clock_text(c: RunningClock | None) -> Text:
-    if c is None:
-        return Text("no clock", style="dim")
-    left = math.ceil(c.remaining())
-    return Text(f"{c.kind} clock {left} s", style="bold red" if left <= 10 else "bold")
-
-
-def _used(seconds: float) -> str:
-    s = int(seconds)
-    return f"{s // 60}:{s % 60:02d}"
 
 
 class ScreenUI:
@@ -124,15 +88,15 @@ class ScreenUI:
         self.their_fleet: Fleet | None = None
         self.over: str | None = None  #: how the last game ended, while no new one began
         self.used = [0.0, 0.0]  #: each seat's time to call its shots this game
-        self.transcript: list[RenderableType] = []
-        self.message = Text("")
-        self._placer: Placer | None = None
-        self._vertical = False
-        self._starts: set[int] = set()
-        self._cursor = Cell(0, 0)
-        self._chosen: list[Cell] = []
+        self.transcript: list[RenderableType] = []  #: everything said, for the terminal after
+        self.message = Text("")  #: the message line
+        self.placer: Placer | None = None  #: the fleet being placed, while it is
+        self.vertical = False  #: the way the ship being placed lies
+        self.starts: set[int] = set()  #: where it could start (004's marks)
+        self.cursor = Cell(0, 0)  #: the board's cursor
+        self.chosen: list[Cell] = []  #: a salvo's cells marked so far
+        self.prompt = ""  #: what is asked now ("": nothing)
         self._count = 1
-        self._prompt = ""
         self._on_key: Callable[[str], str | None] | None = None
         self._send: trio.MemorySendChannel[InputEvent] | None = None
         self._recv: trio.MemoryReceiveChannel[InputEvent] | None = None
@@ -190,7 +154,7 @@ class ScreenUI:
             if g is not None and g.phase is Phase.FIRING and g.turn is not None:
                 self.used[g.turn] += now - last
             last = now
-            self.app.call_later(self.app.show, self.view())
+            self.app.call_later(self.app.show, draw(self))
 
     def _feed(self, ev: InputEvent) -> None:
         """What the player did (on trio's side of the loop, via ``run_sync_soon``)."""
@@ -249,7 +213,7 @@ class ScreenUI:
             self.used = [0.0, 0.0]
             self.their_fleet = None
             self.over = None
-            self._chosen = []
+            self.chosen = []
         self.game, self.seat, self.fleet = game, seat, fleet
         if game is not None:
             self.rules = game.rules
@@ -281,7 +245,7 @@ class ScreenUI:
         """Show ``prompt``, read one line (or a key that ``on_key`` turns into one); raises
         :class:`~seabattle.client.tui.Quit` on ``quit`` or Ctrl-C."""
         assert self._recv is not None, "ScreenUI runs under screen.run"
-        self._prompt = prompt
+        self.prompt = prompt
         self._on_key = on_key or (lambda key: self._move_cursor(key))
         self._push()
         try:
@@ -299,7 +263,7 @@ class ScreenUI:
                     break
                 self._push()
         finally:
-            self._prompt = ""
+            self.prompt = ""
             self._on_key = None
             self._push()
         line = line.strip()
@@ -315,8 +279,8 @@ class ScreenUI:
         self.rules = rules
         if self.clocks is None:
             self.clocks = clock
-        placer = self._placer = Placer(rules, self.placement)
-        self._cursor = Cell(0, 0)
+        placer = self.placer = Placer(rules, self.placement)
+        self.cursor = Cell(0, 0)
         order = " (in fleet order)" if rules.ordered_placement else ""
         self.say(f"game {game}: place your fleet{order}: A1 across, C3 down, turn, random", "bold")
         try:
@@ -324,11 +288,11 @@ class ScreenUI:
                 k = placer.next_ship
                 assert k is not None
                 spec = rules.fleet[k]
-                self._starts = legal_starts(placer, k, self._vertical)
-                way = "" if spec.length == 1 else " down" if self._vertical else " across"
+                self.starts = legal_starts(placer, k, self.vertical)
+                way = "" if spec.length == 1 else " down" if self.vertical else " across"
                 line = await self.ask(f"place {spec.name} ({spec.length}){way}: ", self._placing)
                 if line.lower() in ("turn", "rotate", "t"):
-                    self._vertical = not self._vertical
+                    self.vertical = not self.vertical
                     continue
                 try:
                     said = placer.command(self._directed(line), self.rng)
@@ -337,28 +301,28 @@ class ScreenUI:
                     continue
                 self.say(said, "green")
         finally:
-            self._placer = None
+            self.placer = None
         self.fleet = placer.fleet()
         self.say("your fleet is placed and fixed for this game", "bold green")
-        self._cursor = Cell(rules.rows // 2, rules.cols // 2)
+        self.cursor = Cell(rules.rows // 2, rules.cols // 2)
         return self.fleet
 
     def _directed(self, line: str) -> str:
         """``A1`` (or ``Cruiser A1``) lies the way the ship is turned on the screen."""
         words = line.split()
         if words and _CELL.fullmatch(words[-1]) and words[0].lower() not in ("move", "help"):
-            return f"{line} {'down' if self._vertical else 'across'}"
+            return f"{line} {'down' if self.vertical else 'across'}"
         return line
 
     def _placing(self, key: str) -> str | None:
         if key == "space":
-            self._vertical = not self._vertical
-            placer = self._placer
+            self.vertical = not self.vertical
+            placer = self.placer
             if placer is not None and placer.next_ship is not None:
-                self._starts = legal_starts(placer, placer.next_ship, self._vertical)
+                self.starts = legal_starts(placer, placer.next_ship, self.vertical)
             return None
         if key == "enter":
-            return f"{self._cursor.label()} {'down' if self._vertical else 'across'}"
+            return f"{self.cursor.label()} {'down' if self.vertical else 'across'}"
         return self._move_cursor(key)
 
     # -- firing ----------------------------------------------------------------------------------
@@ -383,33 +347,33 @@ class ScreenUI:
         if radar is None:
             radar = rules.radar and not game.boards[1 - seat].radar_used
         hint = shot_hint(self._count, radar, can_resign)
-        self._chosen = []
+        self.chosen = []
         try:
             while True:
                 text = await self.ask(f"your shot ({hint}): ", self._firing)
                 move = typed_move(self, text, rules, self._count, can_resign)
                 if move != AGAIN:
                     return move
-                self._chosen = []
+                self.chosen = []
         finally:
-            self._chosen = []
+            self.chosen = []
 
     def _firing(self, key: str) -> str | None:
-        at = self._cursor
+        at = self.cursor
         if key == "space" and self._count > 1:
-            if at in self._chosen:
-                self._chosen.remove(at)
-            elif len(self._chosen) < self._count:
-                self._chosen.append(at)
+            if at in self.chosen:
+                self.chosen.remove(at)
+            elif len(self.chosen) < self._count:
+                self.chosen.append(at)
             return None
         if key == "enter":
             if self._count == 1:
                 return at.label()
-            if at not in self._chosen and len(self._chosen) < self._count:
-                self._chosen.append(at)
-            if len(self._chosen) == self._count:
-                return " ".join(c.label() for c in self._chosen)
-            self.message = Text(f"{self._count - len(self._chosen)} more cell(s) to mark")
+            if at not in self.chosen and len(self.chosen) < self._count:
+                self.chosen.append(at)
+            if len(self.chosen) == self._count:
+                return " ".join(c.label() for c in self.chosen)
+            self.message = Text(f"{self._count - len(self.chosen)} more cell(s) to mark")
             return None
         return self._move_cursor(key)
 
@@ -419,9 +383,9 @@ class ScreenUI:
         if rules is None:
             return None
         dr, dc = {"up": (-1, 0), "down": (1, 0), "left": (0, -1), "right": (0, 1)}.get(key, (0, 0))
-        r = min(rules.rows - 1, max(0, self._cursor.row + dr))
-        c = min(rules.cols - 1, max(0, self._cursor.col + dc))
-        self._cursor = Cell(r, c)
+        r = min(rules.rows - 1, max(0, self.cursor.row + dr))
+        c = min(rules.cols - 1, max(0, self.cursor.col + dc))
+        self.cursor = Cell(r, c)
         return None
 
     # -- drawing ---------------------------------------------------------------------------------
@@ -430,156 +394,7 @@ class ScreenUI:
         if self._dirty is not None:
             self._dirty.set()
         else:  # the game is over: nothing runs on trio's side to draw
-            self.app.call_later(self.app.show, self.view())
-
-    def view(self) -> View:
-        """The screen as it stands: what :meth:`ScreenApp.show` draws."""
-        rules = self.rules
-        if rules is None:
-            empty = Text("")
-            return View(
-                Text(self.title, style="bold"),
-                empty,
-                empty,
-                empty,
-                empty,
-                self.message,
-                self._prompt,
-                "",
-            )
-        if self._placer is not None:
-            left, right, left_info, right_info = self._placing_view(rules, self._placer)
-            hint = _KEYS_PLACING
-            board = "left"
-        else:
-            left, right, left_info, right_info = self._boards_view(rules)
-            hint = _KEYS_FIRING if self._prompt else "arrows move the cursor"
-            board = "right"
-        return View(
-            self._header(rules),
-            left,
-            right,
-            left_info,
-            right_info,
-            self.message,
-            self._prompt,
-            hint,
-            board,
-        )
-
-    def _header(self, rules: RuleSet) -> Text:
-        head = Text(self.title, style="bold")
-        g = self.game
-        if g is not None:
-            head.append(f"  game {g.number}")
-        head.append("\n")
-        extra = house_rules(rules)
-        name = f"{rules.name} + {len(extra)} house rule(s)" if extra else rules.name
-        head.append(f" RULES: {name} ", style="bold white on blue")
-        head.append("  ")
-        head.append(*self._turn())
-        badge = house_badge(rules)
-        if badge is not None:
-            head.append("  ")
-            head.append_text(badge)
-        return head
-
-    def _turn(self) -> tuple[str, str]:
-        g = self.game
-        if self._placer is not None:
-            return " PLACE YOUR FLEET ", "bold black on cyan"
-        if self.over is not None:
-            return " GAME OVER ", "bold white on magenta"
-        if self._prompt or (g is not None and g.phase is Phase.FIRING and g.turn == self.seat):
-            return " YOUR TURN ", "bold black on green"
-        if g is None:
-            return " waiting ", "dim"
-        if g.phase is Phase.FIRING:
-            return " THEIR TURN ", "bold white on red"
-        if g.phase is Phase.SETUP:
-            return " waiting for the fleets ", "bold"
-        return f" {g.phase.value} ", "bold"
-
-    def _placing_view(self, rules: RuleSet, placer: Placer) -> tuple[Text, Text, Text, Text]:
-        k = placer.next_ship
-        preview: dict[int, bool] = {}
-        title = Text("your fleet", style="bold")
-        if k is not None:
-            spec = rules.fleet[k]
-            way = "" if spec.length == 1 else " down" if self._vertical else " across"
-            fits = self._cursor.index(rules.cols) in self._starts
-            for c in Placement(self._cursor.row, self._cursor.col, self._vertical).cells(
-                spec.length
-            ):
-                if c.on(rules.rows, rules.cols):
-                    preview[c.index(rules.cols)] = fits
-            title = Text(f"place {spec.name} ({spec.length}){way}", style="bold")
-        glyph = placement_glyph(rules, placer.placed, self._starts, preview)
-        cur = self._cursor.index(rules.cols)
-        grid = grid_lines(rules, glyph, title, lambda i: "reverse" if i == cur else None)
-        info = self._clock_line(self.seat)
-        info.append(f"\n+ {len(self._starts)} square(s) where it can start", style="yellow")
-        info.append("\nturn it: Space on the board, or type turn", style="dim")
-        ships = ship_list(rules, placer.placed, k)
-        return _lines(grid), _lines(ships), info, self._clock_line(1 - self.seat)
-
-    def _boards_view(self, rules: RuleSet) -> tuple[Text, Text, Text, Text]:
-        g = self.game or Game(rules, bytes(16), 1)
-        own = self.fleet.occupancy(rules) if self.fleet is not None else None
-        theirs = self.their_fleet.occupancy(rules) if self.their_fleet is not None else None
-        aim = self._prompt != "" and self._placer is None
-        cur = self._cursor.index(rules.cols)
-        chosen = {c.index(rules.cols) for c in self._chosen}
-
-        def overlay(i: int) -> str | None:
-            if aim and i == cur:
-                return "reverse"
-            return "underline bold" if i in chosen else None
-
-        left = grid_lines(rules, board_glyph(g.boards[self.seat], own), "your fleet")
-        title = "their fleet" if self.their_fleet is not None else "target"
-        right = grid_lines(rules, board_glyph(g.boards[1 - self.seat], theirs), title, overlay)
-        left_info = self._clock_line(self.seat)
-        left_info.append("\n")
-        left_info.append_text(self._afloat(g, self.seat, own))
-        right_info = self._clock_line(1 - self.seat)
-        right_info.append("\n")
-        right_info.append_text(self._afloat(g, 1 - self.seat, theirs))
-        return _lines(left), _lines(right), left_info, right_info
-
-    def _clock_line(self, seat: int) -> Text:
-        who = "you" if seat == self.seat else "opponent"
-        c = self.clocks() if self.clocks is not None else None
-        g = self.game
-        if c is not None and (g is None or c.game == g.number) and c.seat in (None, seat):
-            text = Text(f"{who}: ")
-            text.append_text(_clock_text(c))
-        else:
-            text = Text(f"{who}: ")
-            text.append("no clock running" if self.clocks is not None else "no clock", style="dim")
-        text.append(f" · used {_used(self.used[seat])}", style="dim")
-        return text
-
-    def _afloat(self, g: Game, seat: int, occupancy: list[int] | None) -> Text:
-        rules = g.rules
-        board = g.boards[seat]
-        n = len(rules.fleet)
-        if occupancy is not None:
-            hit = {i for i, r in board.fired.items() if r is not None and occupancy[i]}
-            ships: dict[int, list[int]] = {}
-            for i, o in enumerate(occupancy):
-                if o:
-                    ships.setdefault(o - 1, []).append(i)
-            sunk = sum(all(i in hit for i in cells) for cells in ships.values())
-        elif seat != self.seat and rules.sunk is SunkReport.SILENT:
-            return Text(f"ships afloat: ? of {n} (sinkings are not told)", style="dim")
-        else:
-            sunk = len(board.sunk)
-        return Text(f"ships afloat: {n - sunk} of {n}", style="bold")
-
-
-def _lines(lines: list[Text]) -> Text:
-    return Text("\n").join(lines)
+            self.app.call_later(self.app.show, draw(self))
 
 
 # ================================================================================================
@@ -608,7 +423,6 @@ async def _host(
     app: ScreenApp,
     placement: str,
     rng: random.Random | None,
-    headless: bool = False,
 ) -> T:
     loop = asyncio.get_running_loop()
     ui = ScreenUI(app, placement=placement, rng=rng)
@@ -625,7 +439,7 @@ async def _host(
         )
 
     app.on_ready = start
-    shown = asyncio.ensure_future(app.run_async(headless=headless))
+    shown = asyncio.ensure_future(app.run_async())
     both: list[asyncio.Future[Any]] = [shown, done]
     await asyncio.wait(both, return_when=asyncio.FIRST_COMPLETED)
     if not done.done() and started:

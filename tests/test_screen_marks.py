@@ -9,7 +9,7 @@ from seabattle.client.placement import Placer
 from seabattle.protocol.grid import parse_cell
 from seabattle.protocol.rules import PRESETS
 
-screen = pytest.importorskip("seabattle.client.screen")
+screen = pytest.importorskip("seabattle.client.screen_view")
 
 
 def marked(placer: Placer, vertical: bool) -> set[str]:
