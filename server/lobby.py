@@ -278,7 +278,7 @@ class Lobby(LobbyState):
         team = self._team_rules(peer, rules)
         mid = self._new_id()
         invite = _invite_code()
-        movable = self.cluster is not None and peer.follows and not team
+        movable = self.cluster is not None and peer.follows
         await self.store.create_match(
             mid.hex(),
             canonical_pack(rules.to_dict()),
@@ -287,9 +287,8 @@ class Lobby(LobbyState):
             None,
             _now(),
             node=self.node,
-            # A team match is joined on the node that holds it: no other node lists or finds it.
-            public=msg.public and not (team and self.cluster is not None),
-            invite=None if team and self.cluster is not None else invite,
+            public=msg.public,
+            invite=invite,
             movable=movable,
         )
         om = OpenMatch(mid, rules, msg.mode, msg.public, peer, invite, movable)
@@ -312,14 +311,20 @@ class Lobby(LobbyState):
         )
         return answer
 
-    @staticmethod
-    def _team_rules(peer: Peer, rules: RuleSet) -> bool:
-        """Whether ``rules`` are for teams (spec 6.8); refuses a session that cannot play them."""
+    def _team_rules(self, peer: Peer, rules: RuleSet) -> bool:
+        """Whether ``rules`` are for teams (spec 6.8); refuses a session that cannot play them,
+        and team play on a node of a cluster."""
         if rules.team_size == 1:
             return False
         if not peer.teams:
             raise Refused(
                 ErrorCode.NOT_ALLOWED, "team play needs the capability 'teams' (spec 6.8)"
+            )
+        if self.cluster is not None:
+            # A member's session may land on any node (serve --workers shares one port), and
+            # the store knows only the captains: a member could neither join nor come back.
+            raise Refused(
+                ErrorCode.NOT_ALLOWED, "team play needs a server of one node (spec 6.8)"
             )
         return True
 
