@@ -101,7 +101,8 @@ def _header(ui: ScreenUI, rules: RuleSet) -> Text:
         head.append(f"  game {g.number}")
     head.append("\n")
     extra = house_rules(rules)
-    name = f"{rules.name} + {len(extra)} house rule(s)" if extra else rules.name
+    base = rules.name.removesuffix("+custom")
+    name = f"{base} + {len(extra)} house rule(s)" if extra else rules.name
     head.append(f" RULES: {name} ", style="bold white on blue")
     head.append("  ")
     head.append(*_turn(ui))
@@ -148,6 +149,7 @@ def _placing_view(ui: ScreenUI, rules: RuleSet, placer: Placer) -> tuple[Text, T
     info.append(f"\n+ {len(ui.starts)} square(s) where it can start", style="yellow")
     info.append("\nturn it: Space on the board, or type turn", style="dim")
     ships = ship_list(rules, placer.placed, k)
+    ships += [Text("")] * (len(grid) - len(ships))  # the clocks under both sides line up
     return _lines(grid), _lines(ships), info, _clock_line(ui, 1 - ui.seat)
 
 

@@ -110,9 +110,15 @@ class Screen(PtyProcess):
         for y in range(ROWS):
             line = Text()
             row = self.screen.buffer[y]
-            for x in range(COLS):
+            run, key = "", None
+            for x in range(COLS):  # one span per run of cells that look alike: a smaller SVG
                 ch = row[x]
-                line.append(ch.data or " ", _style(ch, Style))
+                look = (ch.fg, ch.bg, ch.bold, ch.reverse, ch.underscore)
+                if look != key and run:
+                    line.append(run, _style(row[x - 1], Style))
+                    run = ""
+                run, key = run + (ch.data or " "), look
+            line.append(run, _style(row[COLS - 1], Style))
             console.print(line, no_wrap=True, overflow="crop")
         (out / f"{name}.svg").write_text(console.export_svg(title=f"seabattle: {name}"))
 
@@ -184,7 +190,7 @@ async def test_host_on_the_game_screen_against_a_bot() -> None:
                 await term.expect(r"place Battleship \(4\) across")
                 starts = await term.expect(r"\+ (\d+) square\(s\) where it can start")
                 assert int(starts.group(1)) == 3 * 6
-                await term.expect(r"RULES: classic-8x8\+custom \+ \d house rule\(s\) +PLACE YOUR")
+                await term.expect(r"RULES: classic-8x8 \+ 2 house rule\(s\) +PLACE YOUR FLEET")
                 term.snap("host-placing")
                 # Turned at a word: the same ship now lies down.
                 term.press("turn", ENTER)
