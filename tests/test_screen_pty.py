@@ -67,7 +67,7 @@ class Screen(PtyProcess):
         """Everything written so far, without escape sequences: what stays after the screen."""
         return _ANSI.sub("", self.raw.decode("utf-8", "replace")).replace("\r", "")
 
-    async def expect(self, pattern: str, timeout: float = 10) -> re.Match[str]:
+    async def expect(self, pattern: str, timeout: float = 20) -> re.Match[str]:
         """Wait (at most ``timeout`` s) until the screen shows ``pattern``."""
         with trio.move_on_after(timeout):
             while True:
@@ -79,7 +79,7 @@ class Screen(PtyProcess):
                 await self._read()
         raise AssertionError(f"no {pattern!r} on the screen:\n{self.text}")
 
-    async def expect_output(self, pattern: str, since: int, timeout: float = 10) -> None:
+    async def expect_output(self, pattern: str, since: int, timeout: float = 20) -> None:
         """Wait until what was written after byte ``since`` shows ``pattern``."""
         with trio.move_on_after(timeout):
             while not re.search(pattern, _ANSI.sub("", self.raw[since:].decode(errors="replace"))):
@@ -89,7 +89,7 @@ class Screen(PtyProcess):
             return
         raise AssertionError(f"no {pattern!r} written; the screen:\n{self.text}")
 
-    async def prompt(self, timeout: float = 10) -> str:
+    async def prompt(self, timeout: float = 20) -> str:
         """Wait for the prompt row to ask something; what it asks."""
         found = await self.expect(r"(?m)^ ((?:place|your shot)[^:\n]*): *$", timeout)
         return found.group(1)
@@ -176,7 +176,7 @@ async def test_host_on_the_game_screen_against_a_bot() -> None:
     )
     term = await Screen.spawn("host", "--port", "0", "--rules", rules)
     try:
-        with trio.fail_after(60):
+        with trio.fail_after(90):
             found = await term.expect(r"hosting (\S+) on ([\d.]+):(\d+)")
             box: list[PeerResult] = []
             async with trio.open_nursery() as nursery:
@@ -256,7 +256,7 @@ async def test_play_on_the_game_screen_with_both_clocks(server: tuple[str, int])
     rules = {"preset": "sea-battle", "rows": 6, "cols": 6, "fleet": [["Ship-3", 3], ["Ship-2", 2]]}
     term = await Screen.spawn("play", "--server", f"{host}:{port}", "--rules", json.dumps(rules))
     try:
-        with trio.fail_after(60):
+        with trio.fail_after(90):
             async with trio.open_nursery() as nursery:
 
                 async def bot() -> None:
@@ -267,7 +267,7 @@ async def test_play_on_the_game_screen_with_both_clocks(server: tuple[str, int])
                 # The setup clock runs for both, and ticks on the screen by itself.
                 first = await term.expect(r"you: setup clock (\d+) s")
                 await term.expect(r"opponent: setup clock \d+ s")
-                with trio.fail_after(5):
+                with trio.fail_after(10):
                     while int(re.findall(r"you: setup clock (\d+) s", term.text)[0]) >= int(
                         first.group(1)
                     ):
