@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -69,6 +70,9 @@ ClockSource = Callable[[], RunningClock | None]
 
 Move = tuple[str, list[Cell]]
 """``("fire", cells)`` or ``("radar", [top_left])``."""
+
+#: The time left as a prompt shows it.
+_LEFT = re.compile(r"\[\d+ s left\]")
 
 #: Seconds left at which a running clock is announced (those below the clock's length).
 _THRESHOLDS = (60, 30, 20, 10, 5)
@@ -374,6 +378,10 @@ class TerminalUI:
                 if due:
                     said.update(due)
                     if left > 0:
+                        if self._prompt is not None:
+                            # The prompt printed again under the notice tells the time left now.
+                            now = f"[{math.ceil(left)} s left]"
+                            self._prompt = _LEFT.sub(now, self._prompt)
                         self.say(f"[clock] {math.ceil(left)} s left {what}", "yellow")
             # A coarse poll: the clock that concerns us may be replaced at any moment (a new turn).
             await trio.sleep(0.25)

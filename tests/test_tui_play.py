@@ -153,6 +153,8 @@ async def test_the_shot_clock_counts_down_while_the_player_thinks(autojump_clock
     assert "your shot (a cell, e.g. E5) [30 s left]: " in text
     for left in (20, 10, 5):
         assert f"[clock] {left} s left to call your shot" in text
+        # The prompt printed again under the notice shows the time left then, not at first.
+        assert f"your shot (a cell, e.g. E5) [{left} s left]: " in text
     assert "[clock] 30 s left" not in text  # a clock is not announced above its own length
 
     # A clock that starts while the prompt is open is announced when it appears.
