@@ -140,4 +140,6 @@ def machine() -> dict[str, Any]:
         "implementation": platform.python_implementation(),
         "system": f"{platform.system()} {platform.release()}",
         "trio": trio.__version__,
+        # Read when the report is made: with other_cpu_pct, how busy the machine was.
+        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
     }

@@ -22,11 +22,13 @@ def plot_report(report: dict[str, Any], path: Path) -> None:
 
         matplotlib.use("Agg")  # no display: a file is all that is asked for
         import matplotlib.pyplot as plt
+        from matplotlib.ticker import NullFormatter, ScalarFormatter
     except ImportError:
         raise click.ClickException(
             "--plot needs matplotlib: pip install 'seabattle[plot]'"
         ) from None
     fig, (rtt, cpu) = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
+    matches = sorted({sc["matches"] for sc in report["scenarios"]})
     series: dict[tuple[str, float], list[dict[str, Any]]] = {}
     for sc in report["scenarios"]:
         series.setdefault((sc["mode"], sc["pace"]), []).append(sc)
@@ -52,6 +54,10 @@ def plot_report(report: dict[str, Any], path: Path) -> None:
         (cpu, "server CPU per shot", "µs"),
     ):
         ax.set_xscale("log")
+        # The matches measured, as plain numbers (log-scale minor labels would overlap).
+        ax.set_xticks(matches)
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel("concurrent matches")
         ax.set_ylabel(unit)
         ax.set_title(title)
@@ -59,9 +65,11 @@ def plot_report(report: dict[str, Any], path: Path) -> None:
         ax.legend(fontsize="small")
     rtt.set_yscale("log")
     mc = report["machine"]
+    load = mc.get("load_average")
     fig.suptitle(
-        f"seabattle bench: {mc['cores']} cores, {mc['implementation']} {mc['python']}, "
-        f"rules {report['rules']}",
+        f"seabattle bench: {report['target']}, {mc['cores']} cores, {mc['implementation']} "
+        f"{mc['python']}, rules {report['rules']}"
+        + (f", load average {load[0]:.1f} at the end" if load else ""),
         fontsize="medium",
     )
     fig.savefig(path)
