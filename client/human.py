@@ -79,7 +79,6 @@ class ConsolePlayer(Player):
             self._rules_shown = True
         self.current = await self.ui.place(rules, game)
         self.ui.say("waiting for your opponent's fleet")
-        self.ui.show(None, 0, self.current)
         return self.current
 
     async def move(self, game: Game, seat: int, view: Any) -> Move:

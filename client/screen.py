@@ -279,6 +279,8 @@ class ScreenUI:
         self.rules = rules
         if self.clocks is None:
             self.clocks = clock
+        # A new game: the last one's boards give way (its end stays in the log).
+        self.game, self.their_fleet, self.over, self.used = None, None, None, [0.0, 0.0]
         placer = self.placer = Placer(rules, self.placement)
         self.cursor = Cell(0, 0)
         order = " (in fleet order)" if rules.ordered_placement else ""

@@ -7,6 +7,8 @@ The screen itself, through a real terminal, is in test_screen_pty.py.
 
 from __future__ import annotations
 
+import itertools
+import random
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -124,3 +126,64 @@ async def test_placing_by_cursor_turn_and_a_cell_typed_alone() -> None:
     assert "Battleship placed at A1 down" in said
     assert "Cruiser placed at C1 across" in said
     assert any(line.startswith("refused: Destroyer leaves the board") for line in said)
+
+
+class Player(FakeApp):
+    """A stand-in app that answers every prompt the screen shows, as a person would type."""
+
+    def __init__(self, rules: RuleSet) -> None:
+        super().__init__()
+        self.cells = itertools.cycle(
+            f"{chr(65 + c)}{r + 1}" for r in range(rules.rows) for c in range(rules.cols)
+        )
+        self.answered = ""
+
+    def show(self, view: Any) -> None:
+        super().show(view)
+        if view.prompt and view.prompt != self.answered and self.sink is not None:
+            self.answered = view.prompt
+            self.sink(("line", "random" if view.prompt.startswith("place") else next(self.cells)))
+        elif not view.prompt:
+            self.answered = ""
+
+
+async def test_a_peer_match_of_three_games_on_the_screen() -> None:
+    from helpers import peer_match
+    from seabattle.client.bots import make_strategy
+    from seabattle.client.human import ConsolePlayer
+    from seabattle.client.peer import BotPlayer
+
+    rules = rules_from_dict(
+        {"preset": "classic-8x8", "hit_again": True, "match": {"kind": "best-of", "games": 3}}
+    )
+    app = Player(rules)
+    ui = screen.ScreenUI(app)  # type: ignore[arg-type]
+    box: list[Any] = []
+
+    async def main(ui: Any) -> None:
+        bot = BotPlayer(make_strategy("random"), random.Random(4))
+        box.append(await peer_match(rules, ConsolePlayer(ui=ui), bot))
+
+    with trio.fail_after(30):
+        await ui._main(main, [])
+    mine, theirs = box[0]
+    assert mine.report.ok and mine.signed == theirs.signed
+    games = mine.match.to_dict()["games"]
+    said = [getattr(r, "plain", "") for r in app.log]
+    overs = [line for line in said if line.startswith("game ") and " over: " in line]
+    assert len(overs) == games >= 2
+    # Each game begins on fresh boards, and the last one's end stays drawn: both fleets in
+    # full, the turn indicator saying so.
+    placing = [v for v in app.views if v.prompt.startswith("place")]
+    assert placing and all("GAME OVER" not in v.header.plain for v in placing)
+    first_shots = {}
+    for v in app.views:
+        if v.prompt.startswith("your shot"):
+            first_shots.setdefault(v.header.plain.split("\n")[0], v)
+    assert len(first_shots) == games
+    for v in first_shots.values():  # our first shot of a game: nothing on the target grid yet
+        assert not set("X#.") & set(v.right.plain.split("\n", 1)[1])
+    end = app.views[-1]
+    assert "GAME OVER" in end.header.plain and f"game {games}" in end.header.plain
+    assert "their fleet" in end.right.plain
+    assert all("HOUSE RULE: a hit shoots again" in v.header.plain for v in app.views if v.prompt)
