@@ -1,8 +1,11 @@
 """A person at the terminal, in peer play (:class:`ConsolePlayer`) or on a server (play_server).
 
-Both shells hand the talking to one :class:`~seabattle.client.tui.TerminalUI`: the rules and any
-house rule first, then each game's placement ship by ship, both grids before every shot, every
-result and refusal explained, and at the end the reason and both fleets.
+Both shells hand the talking to one :class:`~seabattle.client.tui.GameUI`, the game screen
+(:class:`~seabattle.client.screen.ScreenUI`) or the line mode
+(:class:`~seabattle.client.tui.TerminalUI`): the rules and any house rule first, then each game's
+placement ship by ship, both grids for every shot, every result and refusal explained, and at the
+end the reason and both fleets. The shells tell it the state after every change (``show``); the
+line mode draws it when it asks for a shot, the screen at once.
 
 In refereed play the match's events arrive while the person is typing (the opponent's shots, the
 clock running out, the game ending on a forfeit), so every prompt runs as its own task: a new

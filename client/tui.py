@@ -1,4 +1,8 @@
-"""The terminal: typed lines in, rich text out, for a person playing on a plain terminal.
+"""The line mode: typed lines in, rich text out, for a person playing off the game screen.
+
+The game screen (:mod:`seabattle.client.screen`) is what a terminal gets; this is what a pipe, a
+dumb terminal or ``--line`` gets, and what the tests drive. :class:`GameUI` is what both offer
+the shells.
 
 Theory of operation. :class:`TerminalUI` asks for one line at a time (``ask``) and prints through a
 :class:`rich.console.Console`; nothing takes over the screen, so it works over ssh, in a pipe and
