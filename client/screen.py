@@ -25,6 +25,12 @@ Why Textual, and why guest mode (measured on this project's 2-core machine, load
   on one thread the two sides never race over a widget, and nothing blocks on the other loop
   (Textual's ``call_from_thread`` waits for the UI thread, which can deadlock at exit).
 
+What goes down the line (ssh): the screen is drawn from one task, once per batch of changes and
+every quarter second for the clocks; a widget is drawn again only when its text changed, laid out
+again only when its size did; a grid sends one style per run of like cells; the cursor does not
+blink. An idle screen sends nothing, a line in the log about 2.4 kB, and the pty test's match on
+8 x 8 went from 1.6 MB to 0.59 MB with these.
+
 The screen is only for a terminal: the commands use it when standard input and output are both
 terminals (and not ``--line``), and the line mode otherwise.
 """
@@ -39,7 +45,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from contextlib import suppress
 from typing import Any, TypeVar
 
-import outcome
+import outcome  # trio's own: what a guest run ends with
 import trio
 from rich.console import RenderableType
 from rich.text import Text
