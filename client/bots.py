@@ -3,7 +3,8 @@
 Pure computation: no I/O, no clock, and no randomness of its own (the caller passes a
 ``random.Random``), so a seeded game replays exactly.
 
-Strategies (:class:`RandomStrategy`, :class:`HuntStrategy`, :class:`DensityStrategy`) only read a
+Strategies (:class:`RandomStrategy`, :class:`HuntStrategy`, :class:`DensityStrategy`,
+:class:`BestStrategy`, the strongest: posterior sampling by :mod:`.posterior`) only read a
 :class:`TargetView`, the attacker's tracking grid (:mod:`.targeting`, with its theory of operation:
 what the view infers from what the rules reveal). :func:`simulate_shots_to_win` plays one side of a
 game locally, for ``seabattle bot --stats`` (:mod:`.botsim`). Both are importable from here too.
@@ -11,6 +12,7 @@ game locally, for ``seabattle bot --stats`` (:mod:`.botsim`). Both are importabl
 
 from __future__ import annotations
 
+import math
 import random
 from collections import Counter
 from typing import Protocol
@@ -19,6 +21,7 @@ from seabattle.protocol.grid import Cell
 from seabattle.protocol.rules import SunkReport
 
 from .botsim import simulate_shots_to_win
+from .posterior import Estimate, Sampler
 from .targeting import (
     _CROSSED,
     _FIRED,
@@ -32,7 +35,9 @@ from .targeting import (
 )
 
 __all__ = [
+    "DEFAULT_STRATEGY",
     "STRATEGIES",
+    "BestStrategy",
     "CellState",
     "DensityStrategy",
     "HuntStrategy",
@@ -188,16 +193,97 @@ class DensityStrategy(Strategy):
         return _cells(view, keyed[:count])
 
 
+def _entropy(p: float) -> float:
+    return 0.0 if p <= 0.0 or p >= 1.0 else -(p * math.log2(p) + (1 - p) * math.log2(1 - p))
+
+
+class BestStrategy(Strategy):
+    """Posterior sampling: fire where most fleets consistent with everything seen have a ship.
+
+    :class:`~.posterior.Sampler` draws whole fleets uniformly among those that every fact allows
+    (misses, hits, crossed-out cells, no-touch borders, sunk ships shown or named, salvo totals
+    and the sinkings they report, radar answers), and each cell's chance of being a ship cell is
+    read off them. A turn fires at the ``count`` most likely cells (a salvo: the set with the
+    most hits expected; a total then tells the sampler exactly how many of them were ships). The
+    radar is used once, while no hit is unresolved, when the best area's answer is worth at
+    least :attr:`radar_gain` bits more than the best shot's (single shots only: a salvo's turn
+    holds several shots). Where the sampler has nothing to say (an unnamed, unshown sinking) the
+    density strategy decides.
+    """
+
+    radar_gain = 0.3
+
+    def __init__(self) -> None:
+        self._view: TargetView | None = None
+        self._sampler = Sampler()
+        self._fallback = DensityStrategy()
+        self._cached: tuple[object, Estimate | None] | None = None
+
+    def estimate(self, view: TargetView, rng: random.Random) -> Estimate | None:
+        """The sampler's estimate for ``view`` (computed once per state of the view)."""
+        if view is not self._view:
+            self._view, self._sampler, self._cached = view, Sampler(), None
+        key = (
+            tuple(view._masks.values()),
+            len(view._salvos),
+            len(view._pending),
+            len(view._radar_found),
+            len(view._afloat),
+        )
+        if self._cached is None or self._cached[0] != key:
+            self._cached = (key, self._sampler.estimate(view, rng))
+        return self._cached[1]
+
+    def choose(self, view: TargetView, count: int, rng: random.Random) -> list[Cell]:
+        """The ``count`` unknown cells most likely to hold a ship, ties broken at random."""
+        est = self.estimate(view, rng)
+        if est is None:
+            return self._fallback.choose(view, count, rng)
+        marg = est.marginals
+        keyed = sorted(_unknown_idx(view), key=lambda i: (-marg[i], rng.random()))
+        return _cells(view, keyed[:count])
+
+    def use_radar(self, view: TargetView, rng: random.Random) -> Cell | None:
+        """The area whose answer is most uncertain, when it beats a shot (see the class)."""
+        rules = view.rules
+        if not rules.radar or rules.is_salvo or view._masks[_HIT]:
+            return None
+        est = self.estimate(view, rng)
+        if est is None or not est.fleets:
+            return None
+        size, cols = rules.radar_size, rules.cols
+        seen = view._masks[_HIT] | view._masks[_SUNK] | view._masks[_FIRED]
+        best, best_h = None, -1.0
+        n = len(est.fleets)
+        for r in range(rules.rows - size + 1):
+            for c in range(cols - size + 1):
+                area = sum(
+                    1 << ((r + dr) * cols + c + dc) for dr in range(size) for dc in range(size)
+                )
+                if area & seen or not area & view._masks[_UNKNOWN]:
+                    continue
+                h = _entropy(sum(1 for f in est.fleets if f & area) / n)
+                if h > best_h:
+                    best, best_h = Cell(r, c), h
+        if best is None or best_h < _entropy(max(est.marginals)) + self.radar_gain:
+            return None
+        return best
+
+
 STRATEGIES: dict[str, type[Strategy]] = {
     "random": RandomStrategy,
     "hunt": HuntStrategy,
     "density": DensityStrategy,
+    "best": BestStrategy,
 }
 """Strategy classes by the name the command line uses."""
 
+#: The strategy ``bot`` and ``demo`` play when none is named.
+DEFAULT_STRATEGY = "best"
+
 
 def make_strategy(name: str) -> Strategy:
-    """A fresh strategy by name (``random``, ``hunt``, ``density``)."""
+    """A fresh strategy by name (``random``, ``hunt``, ``density``, ``best``)."""
     try:
         return STRATEGIES[name]()
     except KeyError:

@@ -5,10 +5,10 @@ Every command is a thin shell over the library: ``api`` for servers, ``peer`` fo
 failure (a record that does not verify, a lost connection), 2 a usage error (click's own).
 
 This module holds the group and ``rules``; the other commands live beside it, by what they do:
-:mod:`.cli_serve` (``serve``, ``demo``), :mod:`.cli_play` (``bot``, ``play``), :mod:`.cli_peer`
-(``host``, ``join``), :mod:`.cli_records` (``verify``), :mod:`.cli_keys` (``keys``),
-:mod:`.cli_lobby` (``watch``, ``ladder``, ``matches``, ``record``) and :mod:`.show` (``show``),
-sharing :mod:`.cli_common`. Their heavier imports (the server above all) stay inside the
+:mod:`.cli_serve` (``serve``, ``demo``), :mod:`.cli_bot` (``bot``), :mod:`.cli_play` (``play``),
+:mod:`.cli_peer` (``host``, ``join``), :mod:`.cli_records` (``verify``), :mod:`.cli_keys`
+(``keys``), :mod:`.cli_lobby` (``watch``, ``ladder``, ``matches``, ``record``) and :mod:`.show`
+(``show``), sharing :mod:`.cli_common`. Their heavier imports (the server above all) stay inside the
 commands.
 """
 
@@ -20,12 +20,13 @@ import click
 from rich.table import Table
 from seabattle.protocol.rules import PRESETS, BadRules, preset
 
+from .cli_bot import bot
 from .cli_common import console
 from .cli_keys import keys
 from .cli_lobby import ladder, matches, record, watch
 from .cli_peer import host_cmd, join_cmd
 from .cli_play import _bot_server as _bot_server  # re-exported: tests drive it directly
-from .cli_play import bot, play
+from .cli_play import play
 from .cli_records import verify
 from .cli_serve import demo, serve
 from .show import show

@@ -139,6 +139,10 @@ def serve(config: str | None, print_config: bool, **given: Any) -> None:
     app.main(**effective.main_kwargs())
 
 
+#: The demo's two bots: the default (strongest) strategy against the density one.
+_DEMO = ("best", "density")
+
+
 async def _demo_server(rules: RuleSet, tmp: str) -> dict[str, Any]:
     """Two bots play one match through an in-process server; fetch and verify the record."""
     from seabattle.client.api import connect, play_match
@@ -161,12 +165,12 @@ async def _demo_server(rules: RuleSet, tmp: str) -> dict[str, Any]:
                 results[i] = await play_match(match, make_strategy(strategy))
 
             async with trio.open_nursery() as games:
-                games.start_soon(play, 0, a, "density")
-                games.start_soon(play, 1, b, "hunt")
+                games.start_soon(play, 0, a, _DEMO[0])
+                games.start_soon(play, 1, b, _DEMO[1])
             signed = await a.get_record(results[0].match_id)
         nursery.cancel_scope.cancel()
     report = verify_record(signed)
-    seats = {results[0].seat: "density", results[1].seat: "hunt"}
+    seats = {results[0].seat: _DEMO[0], results[1].seat: _DEMO[1]}
     return {
         "via": "server",
         "result": results[0].result,
@@ -186,20 +190,18 @@ async def _demo_peer(rules: RuleSet) -> dict[str, Any]:
 
         async def serve(task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
             box.append(
-                await host(
-                    BotPlayer(make_strategy("density")), rules=rules, task_status=task_status
-                )
+                await host(BotPlayer(make_strategy(_DEMO[0])), rules=rules, task_status=task_status)
             )
 
         addr = await nursery.start(serve)
-        await join(BotPlayer(make_strategy("hunt")), addr[0], addr[1], name="bob")
+        await join(BotPlayer(make_strategy(_DEMO[1])), addr[0], addr[1], name="bob")
     res = box[0]
     return {
         "via": "peer",
         "result": res.match.to_dict(),
         "report": res.report,
         "signed": res.signed,
-        "seats": {0: "density", 1: "hunt"},
+        "seats": {0: _DEMO[0], 1: _DEMO[1]},
     }
 
 
@@ -222,7 +224,7 @@ def demo(rules_: str, peer: bool, save: str | None) -> None:
     shots = sum(g.shots for g in games)
     console.print(
         f"[bold]seabattle demo[/bold] ({out['via']}, rules {rules.name}): "
-        f"density bot vs hunt bot, {len(games)} game(s), {shots} shots"
+        f"{_DEMO[0]} bot vs {_DEMO[1]} bot, {len(games)} game(s), {shots} shots"
     )
     w = result.get("winner")
     seats = out["seats"]

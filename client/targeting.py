@@ -16,6 +16,7 @@ water or sunk only when every fleet consistent with the facts agrees.
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import NamedTuple
@@ -79,10 +80,17 @@ def _placements(rows: int, cols: int, length: int) -> tuple[_Lay, ...]:
 
 @dataclass(slots=True)
 class _Pending:
-    """A ship reported sunk at ``cell`` whose cells are not all located yet."""
+    """A ship reported sunk whose cells are not all located yet.
 
-    cell: int
+    It covers a cell of ``group`` (the sinking cell; with salvo totals, one of the salvo's cells)
+    and lies within ``allowed``, the cells fired at and not water when it sank: a ship sinks on
+    its last cell hit.
+    """
+
+    group: int
+    allowed: int
     length: int | None  # None: the rules named no ship and showed no cells
+    ship: int | None = None  # its fleet index, when the rules name it
     claimed: set[int] = field(default_factory=set)  # cells known to be this ship's
 
 
@@ -107,6 +115,7 @@ class TargetView:
         self._salvos: list[tuple[tuple[int, ...], int]] = []
         self._pending: list[_Pending] = []
         self._radar_found: list[int] = []  # masks of areas that radar found a ship cell in
+        self._located = 0  # cells of sunk ships located whole (SUNK cells not pending)
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -163,15 +172,26 @@ class TargetView:
                 self._hit(j, reported=False)
             self._sink(idx, drop_length=None if ship_index is not None else len(idx))
         else:
-            length = None if ship_index is None else self.rules.fleet[ship_index].length
-            # With no name the length is learnt, and a ship of it dropped, once the ship is located.
-            self._pending.append(_Pending(i, length))
+            self._pend(1 << i, ship_index)
         self._settle()
 
-    def salvo_total(self, cells: tuple[Cell, ...] | list[Cell], hits: int) -> None:
+    def _pend(self, group: int, ship_index: int | None) -> None:
+        length = None if ship_index is None else self.rules.fleet[ship_index].length
+        # With no name the length is learnt, and a ship of it dropped, once the ship is located.
+        m = self._masks
+        self._pending.append(_Pending(group, m[_HIT] | m[_SUNK] | m[_FIRED], length, ship_index))
+
+    def salvo_total(
+        self,
+        cells: tuple[Cell, ...] | list[Cell],
+        hits: int,
+        sunk: Sequence[tuple[int | None, tuple[Cell, ...] | None]] = (),
+    ) -> None:
         """A salvo at ``cells`` reported only as a number of hits (002 "total hits only").
 
-        Cells already fired at are left out: the protocol refuses repeated cells.
+        ``sunk`` holds the ships the salvo sank, as the verdict's claims tell them: the fleet
+        index (when named) and the ship's cells (when shown). Cells already fired at are left
+        out: the protocol refuses repeated cells.
         """
         self._hits_reported += hits
         group = []
@@ -184,6 +204,16 @@ class TargetView:
                 self._set(i, _MISS)
                 group.append(i)
         self._salvos.append((tuple(group), hits))
+        for ship_index, shown in sunk:
+            if ship_index is not None and ship_index in self._afloat:
+                self._afloat.remove(ship_index)
+            if shown:
+                idx = [c.index(self._cols) for c in shown]
+                for j in idx:
+                    self._hit(j, reported=False)  # counted in the total
+                self._sink(idx, drop_length=None if ship_index is not None else len(idx))
+            else:
+                self._pend(sum(1 << i for i in group), ship_index)
         self._settle()
 
     def radar(self, top_left: Cell, size: int, found: bool) -> None:
@@ -237,6 +267,7 @@ class TargetView:
         """Mark a located ship sunk; unnamed, it drops a ship of ``drop_length`` from the afloat."""
         for j in cells:
             self._set(j, _SUNK)
+            self._located |= 1 << j
         if not self.rules.touching:
             for j in cells:
                 for n in self._geo.ring[j]:
@@ -296,7 +327,7 @@ class TargetView:
             for length in lengths:
                 for lay in _placements(rows, cols, length):
                     m, border, _ = lay
-                    if not m >> p.cell & 1 or m & ~usable:
+                    if not m & p.group or m & ~(usable & p.allowed):
                         continue
                     # No-touch: a hit beside the ship would be part of it, so it cannot be outside.
                     if not self.rules.touching and border & touching_hits & ~mine:

@@ -1,0 +1,169 @@
+"""``seabattle bot``: a bot on a server, or a strategy measured locally (``--stats``).
+
+The matches themselves are played by :func:`.cli_play._bot_server`; this module holds the command
+and the local measurement (:func:`.botsim.measure`: uniform boards from a seeded stream, the same
+for every strategy).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import random
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from seabattle.protocol.rules import RuleSet
+
+from .bots import DEFAULT_STRATEGY, STRATEGIES
+from .cli_common import Conn, _rules_arg, connection_options, console, run_client
+from .cli_play import _PLACEMENT, _bot_server
+
+__all__ = ["bot", "stats_report"]
+
+
+def stats_report(
+    rules: RuleSet, strategy: str, games: int, seed: int, placement: str, *, progress: Console
+) -> dict[str, Any]:
+    """Measure ``strategy`` over ``games`` games (a progress bar on ``progress``); the figures
+    with what they were measured on: rules, placement, seed, machine and load average."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    from .bots import make_strategy
+    from .botsim import measure
+
+    load_before = os.getloadavg()
+    with Progress(
+        "{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=progress,
+        transient=True,
+    ) as bar:
+        task = bar.add_task(f"{strategy} on {rules.name}", total=games)
+        st = measure(
+            rules,
+            partial(make_strategy, strategy),
+            games,
+            seed,
+            placement,
+            partial(bar.advance, task),
+        )
+    return {
+        "rules": rules.name,
+        "strategy": strategy,
+        "placement": placement,
+        "seed": seed,
+        "games": st.games,
+        "mean": round(st.mean, 4),
+        "sem": round(st.sem, 4),
+        "median": st.median,
+        "p90": st.p90,
+        "max": st.max,
+        "move_ms_median": round(st.move_ms_median, 3),
+        "move_ms_p99": round(st.move_ms_p99, 3),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}",
+        "load_average": [round(x, 2) for x in (*load_before, *os.getloadavg())],
+        "_line": st.line(),
+    }
+
+
+@click.command()
+@click.option("--server", default=None, help="HOST:PORT of a server (omit with --stats).")
+@connection_options
+@click.option(
+    "--strategy",
+    type=click.Choice(list(STRATEGIES)),
+    default=DEFAULT_STRATEGY,
+    show_default=True,
+    help="best: posterior sampling of whole fleets; density, hunt, random: the simpler bots.",
+)
+@click.option("--rules", "rules_", default="classic", show_default=True, help="Preset or JSON.")
+@click.option("--mode", type=click.Choice(["blind", "custody"]), default="blind")
+@click.option("--games", default=1, show_default=True, type=click.IntRange(1))
+@click.option("--key", default=None, help="Identity key file (a guest key if omitted).")
+@click.option("--name", default="bot", show_default=True)
+@click.option("--save", default=None, type=click.Path(file_okay=False), help="Save records here.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="One JSON object per match (or for --stats) on stdout."
+)
+@click.option(
+    "--wait",
+    default=None,
+    type=click.FloatRange(0, min_open=True),
+    help="Give up after this many seconds without an opponent.",
+)
+@click.option(
+    "--stats",
+    is_flag=True,
+    help="Simulate GAMES games locally on uniform boards (or --placement's) and print turns to "
+    "win (mean ± standard error, median, p90, max) and the time a move takes.",
+)
+@click.option("--seed", default=None, type=int, help="Seed for --stats (the boards' stream).")
+@_PLACEMENT
+def bot(
+    server: str | None,
+    tls: bool,
+    ca: str | None,
+    server_key: str | None,
+    strategy: str,
+    rules_: str,
+    mode: str,
+    games: int,
+    key: str | None,
+    name: str,
+    save: str | None,
+    as_json: bool,
+    wait: float | None,
+    stats: bool,
+    seed: int | None,
+    placement: str,
+) -> None:
+    """Play GAMES matches with a bot on a server, or measure a strategy with --stats (against
+    fleets placed by --placement)."""
+    rules = _rules_arg(rules_)
+    if stats:
+        seed = random.SystemRandom().getrandbits(32) if seed is None else seed
+        report = stats_report(
+            rules, strategy, games, seed, placement, progress=Console(stderr=True)
+        )
+        line = report.pop("_line")
+        if as_json:
+            click.echo(json.dumps(report))
+        else:
+            console.print(
+                f"{strategy} on {rules.name} against {placement} fleets, {games} game(s), "
+                f"seed {seed}: turns to win {line}"
+            )
+        return
+    if server is None:
+        raise click.UsageError("give --server HOST:PORT, or --stats for a local simulation")
+    conn = Conn(server, tls, ca, server_key)
+    host, port = conn.hostport
+    if save:
+        Path(save).mkdir(parents=True, exist_ok=True)
+    run_client(
+        conn,
+        partial(
+            _bot_server,
+            host,
+            port,
+            strategy,
+            rules,
+            mode,
+            games,
+            key,
+            save,
+            name,
+            conn=conn,
+            as_json=as_json,
+            wait=wait,
+            placement=placement,
+        ),
+    )

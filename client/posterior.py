@@ -1,0 +1,410 @@
+"""Posterior sampling of whole fleets: what every fleet consistent with a :class:`TargetView` says.
+
+Pure computation: no I/O, no clock, and no randomness of its own (the caller passes a
+``random.Random``), so a seeded game replays exactly.
+
+Theory of operation. The opponent's fleet was drawn uniformly from every legal fleet (that is what
+:func:`~seabattle.protocol.fleet.random_fleet` does, and what a shooter must assume of a stranger),
+so after the facts a view holds, every legal fleet consistent with them is equally likely. A
+:class:`Model` turns the view into constraints on the ships not located yet ("slots"): each ship
+stays off water and off located sunk ships (and their borders where ships may not touch); a ship
+afloat keeps a cell never fired at (else its sinking would have been announced); a ship reported
+sunk covers a cell of its sinking shot and lies within the cells fired at by then; together the
+ships cover every unresolved hit, put exactly the reported number of ship cells under every salvo
+reported as a total, and touch every radar area that found something.
+
+:class:`Sampler` walks a Markov chain over the fleets that meet them, whose stationary
+distribution is the uniform one: a Gibbs step takes one ship up and puts it down uniformly among
+its positions that keep the fleet consistent, and a Metropolis-Hastings pair step moves two ships
+at once (one ship alone cannot hand a hit over to another, so without it the chain would never
+learn which ship a hit belongs to). The chain's state survives from one shot to the next; when a
+new fact makes it inconsistent, a randomised depth-first search repairs it around the ships that
+still fit, and a few sweeps wash the repair's bias out. Each Gibbs step adds its whole conditional
+distribution to the cell estimates (Rao-Blackwellisation), which makes a few dozen sweeps worth
+many more independent samples. The work per call is a fixed number of candidate tests, never a
+time: the same seed replays the same game.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from seabattle.protocol.rules import RuleSet, SunkReport
+
+from .targeting import _CROSSED, _HIT, _MISS, _SUNK, _UNKNOWN, TargetView, _placements
+
+__all__ = ["Estimate", "Model", "Sampler"]
+
+# One position of one ship: its cells, the cells it forbids to every other ship (its cells, and
+# its ring where ships may not touch), and its index into the geometry's table of positions.
+_Lay = tuple[int, int, int]
+
+
+class _Table(NamedTuple):
+    by_length: dict[int, tuple[_Lay, ...]]
+    cells: tuple[tuple[int, ...], ...]  # the cell indices of every position, by its index
+
+
+@functools.lru_cache(maxsize=16)
+def _table(rows: int, cols: int, touching: bool, lengths: tuple[int, ...]) -> _Table:
+    by_length: dict[int, tuple[_Lay, ...]] = {}
+    cells: list[tuple[int, ...]] = []
+    for length in lengths:
+        lays = []
+        for m, border, cs in _placements(rows, cols, length):
+            lays.append((m, m if touching else m | border, len(cells)))
+            cells.append(cs)
+        by_length[length] = tuple(lays)
+    return _Table(by_length, tuple(cells))
+
+
+@dataclass(slots=True)
+class _Slot:
+    """A ship not located yet: its key (fleet index, or a pending sinking's), and its positions
+    that meet every constraint of its own."""
+
+    key: object
+    length: int
+    cands: tuple[_Lay, ...]
+    ok: frozenset[int] = field(default_factory=frozenset)  # the candidates' indices
+    _by_cell: dict[int, list[_Lay]] | None = None
+
+    def covering(self, bit: int) -> list[_Lay]:
+        """The candidates covering the cell of mask ``bit``."""
+        if self._by_cell is None:
+            self._by_cell = {}
+            for x in self.cands:
+                m = x[0]
+                while m:
+                    low = m & -m
+                    self._by_cell.setdefault(low, []).append(x)
+                    m ^= low
+        return self._by_cell.get(bit, [])
+
+
+class Model:
+    """The constraints a view puts on the ships not located yet (see the module docstring)."""
+
+    def __init__(self, view: TargetView) -> None:
+        rules = view.rules
+        masks = view._masks
+        self.rules: RuleSet = rules
+        lengths = tuple(sorted({s.length for s in rules.fleet}))
+        self.table = _table(rules.rows, rules.cols, rules.touching, lengths)
+        fixed = view._located
+        forbid = fixed
+        if not rules.touching:
+            for m, border, _ in _placements(rules.rows, rules.cols, 1):
+                if m & fixed:
+                    forbid |= border
+        water = masks[_MISS] | masks[_CROSSED] | forbid
+        self.fixed = fixed
+        self.unknown = masks[_UNKNOWN]
+        self.required = masks[_HIT] | (masks[_SUNK] & ~fixed)
+        self.groups = [
+            (g, total - (g & fixed).bit_count())
+            for g, total in ((sum(1 << i for i in grp), t) for grp, t in view._salvos)
+        ]
+        self.radar = [a for a in view._radar_found if not a & fixed]
+        #: False when the view holds a sinking this model cannot place (an unnamed, unshown one)
+        self.usable = True
+        announced = rules.sunk is not SunkReport.SILENT
+        unknown = self.unknown
+        self.slots: list[_Slot] = []
+        for k in view._afloat:
+            length = rules.fleet[k].length
+            lays = self.table.by_length[length]
+            if announced:
+                cands = tuple(x for x in lays if not x[0] & water and x[0] & unknown)
+            else:
+                cands = tuple(x for x in lays if not x[0] & water)
+            self.slots.append(_Slot(k, length, cands))
+        for j, p in enumerate(view._pending):
+            if p.length is None:
+                self.usable = False
+                continue
+            lays = self.table.by_length[p.length]
+            cands = tuple(
+                x for x in lays if not x[0] & water and x[0] & p.group and not x[0] & ~p.allowed
+            )
+            self.slots.append(
+                _Slot(p.ship if p.ship is not None else ("pending", j), p.length, cands)
+            )
+        for s in self.slots:
+            s.ok = frozenset(x[2] for x in s.cands)
+            if not s.cands:
+                self.usable = False
+        self.constrained = bool(self.required or self.groups or self.radar)
+
+    def consistent(self, lays: list[_Lay]) -> bool:
+        """Whether one position per slot (in slot order) makes a fleet these facts allow."""
+        union = 0
+        for s, x in zip(self.slots, lays, strict=True):
+            if x[2] not in s.ok:
+                return False
+        for i, x in enumerate(lays):
+            for y in lays[i + 1 :]:
+                if x[0] & y[1]:
+                    return False
+            union |= x[0]
+        return self._global(union)
+
+    def _global(self, union: int) -> bool:
+        if self.required & ~union:
+            return False
+        if any((union & g).bit_count() != t for g, t in self.groups):
+            return False
+        return all(union & a for a in self.radar)
+
+
+class Estimate(NamedTuple):
+    """What the samples say: each cell's probability of being a ship cell (index order), and the
+    sampled fleets' cells (sampled ships and located sunk ones), one mask a sweep."""
+
+    marginals: list[float]
+    fleets: list[int]
+
+
+class Sampler:
+    """A chain over the fleets consistent with a view; :meth:`estimate` runs it (see the module
+    docstring). One sampler follows one game: give it a fresh view, and it starts afresh."""
+
+    #: candidate tests per estimate (a sweep over the ships costs about the sum of their
+    #: candidates): the cost of a call, and so of a move
+    work = 24_000
+    min_sweeps, max_sweeps = 12, 80
+    burn_in = 4  # sweeps after a repair before the estimate counts
+    dfs_budget = 20_000  # positions tried per repair before a fresh start
+
+    def __init__(self) -> None:
+        self._state: dict[object, _Lay] = {}
+
+    def estimate(self, view: TargetView, rng: random.Random) -> Estimate | None:
+        """Cell probabilities under the uniform prior given the view, or ``None`` when the chain
+        finds no consistent fleet (facts it cannot model, or a search that gave up)."""
+        model = Model(view)
+        if not model.usable:
+            return None
+        slots = model.slots
+        resumed = self._resume(model, rng)
+        if resumed is None:
+            return None
+        lays, fresh = resumed
+        total = sum(len(s.cands) for s in slots) or 1
+        sweeps = max(self.min_sweeps, min(self.max_sweeps, self.work // total))
+        acc = [0.0] * len(model.table.cells)
+        fleets: list[int] = []
+        burn = self.burn_in if fresh else 0
+        for sweep in range(burn + sweeps):
+            counting = sweep >= burn
+            self._sweep(model, lays, rng, acc if counting else None)
+            if counting:
+                union = model.fixed
+                for x in lays:
+                    union |= x[0]
+                fleets.append(union)
+        self._state = {s.key: x for s, x in zip(slots, lays, strict=True)}
+        marg = [0.0] * model.rules.cells
+        cells = model.table.cells
+        for idx, w in enumerate(acc):
+            if w:
+                for i in cells[idx]:
+                    marg[i] += w
+        for i in range(len(marg)):
+            marg[i] = marg[i] / sweeps if model.unknown >> i & 1 else 0.0
+        return Estimate(marg, fleets)
+
+    # -- the chain -------------------------------------------------------------------------------
+
+    def _sweep(
+        self, model: Model, lays: list[_Lay], rng: random.Random, acc: list[float] | None
+    ) -> None:
+        slots = model.slots
+        n = len(slots)
+        order = list(range(n))
+        rng.shuffle(order)
+        for s in order:
+            self._gibbs(model, lays, s, rng, acc)
+        if model.required and n > 1:
+            # Hand the hits over between ships. Pairs are drawn blind to the state, and a pair
+            # moves only when the other ships leave a required cell to it: a condition its own
+            # move cannot change, so each step keeps the uniform distribution.
+            for _ in range(n):
+                s, t = rng.sample(range(n), 2)
+                union, _f = self._others(lays, (s, t))
+                if model.required & ~union:
+                    self._pair_gibbs(model, lays, s, t, rng)
+        if (model.groups or model.radar) and n > 1:
+            for _ in range(n):
+                s, t = rng.sample(range(n), 2)
+                self._pair(model, lays, s, t, rng)
+
+    def _others(self, lays: list[_Lay], skip: tuple[int, ...]) -> tuple[int, int]:
+        union = forbid = 0
+        for i, x in enumerate(lays):
+            if i not in skip:
+                union |= x[0]
+                forbid |= x[1]
+        return union, forbid
+
+    def _fit(self, model: Model, cands: tuple[_Lay, ...], union: int, forbid: int) -> list[_Lay]:
+        """The candidates that fit beside ships covering ``union`` (forbidding ``forbid``) and
+        complete the fleet: the required cells covered, every total and radar area met."""
+        need = model.required & ~union
+        out = [x for x in cands if not x[0] & forbid and x[0] & need == need]
+        for g, t in model.groups:
+            want = t - (union & g).bit_count()
+            out = [x for x in out if (x[0] & g).bit_count() == want]
+        for a in model.radar:
+            if not union & a:
+                out = [x for x in out if x[0] & a]
+        return out
+
+    def _gibbs(
+        self, model: Model, lays: list[_Lay], s: int, rng: random.Random, acc: list[float] | None
+    ) -> None:
+        union, forbid = self._others(lays, (s,))
+        fits = self._fit(model, model.slots[s].cands, union, forbid)
+        if not fits:  # cannot happen from a consistent state; keep it rather than break it
+            return
+        lays[s] = fits[rng.randrange(len(fits))] if len(fits) > 1 else fits[0]
+        if acc is not None:
+            w = 1.0 / len(fits)
+            for x in fits:
+                acc[x[2]] += w
+
+    def _pair_gibbs(
+        self, model: Model, lays: list[_Lay], s: int, t: int, rng: random.Random
+    ) -> None:
+        # Both ships at once, exactly: every position of s weighs the number of positions of t
+        # that complete the fleet with it. Where a required cell is left to t, only t's positions
+        # on it are tested, so that the pair costs little more than two single steps.
+        union, forbid = self._others(lays, (s, t))
+        need = model.required & ~union
+        slot_t = model.slots[t]
+        options: list[tuple[_Lay, list[_Lay]]] = []
+        weight = 0
+        for x in model.slots[s].cands:
+            if x[0] & forbid:
+                continue
+            rest = need & ~x[0]
+            cands_t = slot_t.covering(rest & -rest) if rest else slot_t.cands
+            fits = self._fit(model, tuple(cands_t), union | x[0], forbid | x[1])
+            if fits:
+                options.append((x, fits))
+                weight += len(fits)
+        pick = rng.randrange(weight)
+        for x, fits in options:
+            if pick < len(fits):
+                lays[s], lays[t] = x, fits[pick]
+                return
+            pick -= len(fits)
+
+    def _pair(self, model: Model, lays: list[_Lay], s: int, t: int, rng: random.Random) -> None:
+        # Propose s uniformly among the positions beside the others, then t uniformly among the
+        # positions completing the fleet with it; accept with n_t(new) / n_t(old), the ratio of
+        # the reverse proposal to the forward one, so that the uniform distribution stays put.
+        union, forbid = self._others(lays, (s, t))
+        free = [x for x in model.slots[s].cands if not x[0] & forbid]
+        new_s = free[rng.randrange(len(free))]
+        fits_new = self._fit(model, model.slots[t].cands, union | new_s[0], forbid | new_s[1])
+        if not fits_new:
+            return
+        old_s = lays[s]
+        fits_old = self._fit(model, model.slots[t].cands, union | old_s[0], forbid | old_s[1])
+        if rng.random() * len(fits_old) < len(fits_new):
+            lays[s] = new_s
+            lays[t] = fits_new[rng.randrange(len(fits_new))]
+
+    # -- keeping and repairing the state ---------------------------------------------------------
+
+    def _resume(self, model: Model, rng: random.Random) -> tuple[list[_Lay], bool] | None:
+        """The last state if it still fits (``fresh`` False), else a repaired one (True)."""
+        slots = model.slots
+        old = dict(self._state)
+        kept: list[_Lay | None] = []
+        for s in slots:
+            x = old.pop(s.key, None)
+            if x is None:  # a ship renamed (silent sinking drops one of a length): any of it
+                x = next(
+                    (y for k, y in old.items() if len(model.table.cells[y[2]]) == s.length), None
+                )
+                if x is not None:
+                    old = {k: y for k, y in old.items() if y is not x}
+            kept.append(x if x is not None and x[2] in s.ok else None)
+        full = [x for x in kept if x is not None]
+        if len(full) == len(slots) and model.consistent(full):
+            return full, False
+        # Drop ships that clash with ships kept before them, then search for the rest.
+        for i, x in enumerate(kept):
+            if x is not None and any(y is not None and (x[0] & y[1]) for y in kept[:i]):
+                kept[i] = None
+        for _attempt in range(4):
+            found = self._search(model, kept, rng)
+            if found is not None:
+                return found, True
+            kept = [None] * len(slots)  # start afresh, in another random order
+        return None
+
+    def _search(
+        self, model: Model, kept: list[_Lay | None], rng: random.Random
+    ) -> list[_Lay] | None:
+        lays = list(kept)
+        budget = [self.dfs_budget]
+        union = forbid = 0
+        for x in lays:
+            if x is not None:
+                union |= x[0]
+                forbid |= x[1]
+        if self._dfs(model, lays, union, forbid, rng, budget):
+            return [x for x in lays if x is not None]
+        return None
+
+    def _dfs(
+        self,
+        model: Model,
+        lays: list[_Lay | None],
+        union: int,
+        forbid: int,
+        rng: random.Random,
+        budget: list[int],
+    ) -> bool:
+        left = [i for i, x in enumerate(lays) if x is None]
+        if not left:
+            return model._global(union)
+        if any((union & g).bit_count() > t for g, t in model.groups):
+            return False
+        # What must be covered next: a required cell, else a cell of a total still short, else a
+        # radar area still empty; failing all, the ship with the fewest positions.
+        target = model.required & ~union
+        if target:
+            target &= -target
+        else:
+            for g, t in model.groups:
+                if (union & g).bit_count() < t:
+                    target = g & ~union
+                    break
+            else:
+                target = next((a for a in model.radar if not union & a), 0)
+        options: list[tuple[int, _Lay]] = []
+        if target:
+            for i in left:
+                options.extend(
+                    (i, x) for x in model.slots[i].cands if x[0] & target and not x[0] & forbid
+                )
+        else:
+            best = min(left, key=lambda i: len(model.slots[i].cands))
+            options = [(best, x) for x in model.slots[best].cands if not x[0] & forbid]
+        rng.shuffle(options)
+        for i, x in options:
+            budget[0] -= 1
+            if budget[0] < 0:
+                return False
+            lays[i] = x
+            if self._dfs(model, lays, union | x[0], forbid | x[1], rng, budget):
+                return True
+            lays[i] = None
+        return False
