@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from seabattle.protocol.grid import Cell
 from seabattle.protocol.rules import RuleSet, SunkReport
-from seabattle.protocol.verdict import Result, Verdict
+from seabattle.protocol.verdict import Result, SunkClaim, Verdict
 
 from .events import (
     GameEnded,
@@ -36,7 +36,8 @@ def feed_view(view: Any, rules: RuleSet, cells: Sequence[Cell], radar: bool, v: 
             view.radar(cells[0], rules.radar_size, v.found)
         return
     if v.total is not None:
-        view.salvo_total(list(cells), v.total)
+        # A total hides which cells hit, but its sunk claims still name (or show) the ships.
+        view.salvo_total(list(cells), v.total, [_claim(rules, k) for k in v.sunk])
         return
     for c, res in zip(cells, v.results, strict=True):
         if res.result is Result.MISS:
@@ -44,14 +45,18 @@ def feed_view(view: Any, rules: RuleSet, cells: Sequence[Cell], radar: bool, v: 
         elif res.result is Result.HIT:
             view.hit(c)
         else:
-            claim = res.sunk
-            shown = None
-            ship = None
-            if claim is not None and rules.sunk is not SunkReport.SILENT:
-                ship = claim.ship
-                if claim.opening is not None:
-                    shown = claim.opening.placement.cells(rules.fleet[claim.ship].length)
+            ship, shown = (None, None) if res.sunk is None else _claim(rules, res.sunk)
             view.sunk(c, ship, shown)
+
+
+def _claim(rules: RuleSet, claim: SunkClaim) -> tuple[int | None, tuple[Cell, ...] | None]:
+    """What a sunk claim tells: the ship's fleet index, and its cells when shown."""
+    if rules.sunk is SunkReport.SILENT:
+        return None, None
+    shown = None
+    if claim.opening is not None:
+        shown = claim.opening.placement.cells(rules.fleet[claim.ship].length)
+    return claim.ship, shown
 
 
 def view_from_snapshot(rules: RuleSet, board: dict[str, Any]) -> Any:
