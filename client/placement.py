@@ -16,10 +16,10 @@ caller takes :meth:`Placer.fleet` and there is nothing left to move.
 Placement strategies (:data:`PLACEMENTS`, :func:`place_fleet`) say how a fleet is placed for a
 player who does not place it by hand: ``uniform`` draws it uniformly from every legal fleet (no
 layout is more likely than another, so no shooter can be tuned to a bias); ``unlikely`` keeps the
-one of :data:`UNLIKELY_DRAWS` uniform draws whose cells a density shooter rates lowest before its
-first shot (every ship cell's score, plus each ship's highest), which costs such a shooter shots
-(BENCHMARKS.md, "Session 4: uniform fleets and placement"), at the price of a bias that an
-opponent who knew of it could learn.
+one of :data:`UNLIKELY_DRAWS` uniform draws whose cells are least likely to hold a ship before the
+first shot (every ship cell's chance, plus each ship's highest), which costs a shooter that looks
+where ships are likely shots (STRENGTH.md), at the price of a bias that an opponent who knew of
+it could learn.
 """
 
 from __future__ import annotations
@@ -92,11 +92,22 @@ def place_fleet(
 
 @functools.lru_cache(maxsize=16)
 def _prior(rules: RuleSet) -> tuple[float, ...]:
-    """What a density shooter scores each cell before its first shot (the ships' positions
-    covering it): a fleet on low-scoring cells is among the last it looks for."""
-    from .bots import DensityStrategy, TargetView  # bots import nothing of this module
+    """Each cell's chance of holding a ship in a uniform legal fleet, as the best shooter sees it
+    before its first shot (its sampler, run long on the empty board, from a fixed seed): a fleet
+    on unlikely cells is among the last it looks for. Where ships may not touch the uniform
+    fleet favours edges and corners, which the density shooter's per-ship count misses."""
+    from .posterior import Sampler  # posterior imports nothing of this module
+    from .targeting import TargetView
 
-    return tuple(DensityStrategy().density(TargetView(rules)))
+    sampler, view, rng = Sampler(), TargetView(rules), random.Random(0)
+    sampler.min_sweeps = sampler.max_sweeps = _PRIOR_SWEEPS
+    est = sampler.estimate(view, rng)
+    if est is None:  # no fleet found within the search budget: every cell alike
+        return (1.0,) * rules.cells
+    return tuple(est.marginals)
+
+
+_PRIOR_SWEEPS = 600  # about 0.2 s once per rule set; the estimate is then within ~0.02
 
 
 class PlacementRefused(ValueError):

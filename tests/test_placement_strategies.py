@@ -1,4 +1,4 @@
-"""Placement strategies: legal fleets by either strategy, and `unlikely` costs a density shooter."""
+"""Placement strategies: legal fleets by either strategy, and `unlikely` costs a shooter shots."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from dataclasses import astuple
 import pytest
 from click.testing import CliRunner
 from seabattle.client import botsim
-from seabattle.client.bots import DensityStrategy, HuntStrategy, Strategy, TargetView
+from seabattle.client.bots import DensityStrategy, HuntStrategy, Strategy
 from seabattle.client.botsim import measure
 from seabattle.client.cli import main
 from seabattle.client.placement import PLACEMENTS, Placer, place_fleet
-from seabattle.protocol.fleet import Fleet
+from seabattle.protocol.fleet import Fleet, random_fleet
 from seabattle.protocol.rules import PRESETS, RuleSet
 
 CLASSIC = PRESETS["classic"]
@@ -32,16 +32,26 @@ def test_an_unknown_strategy_is_refused_with_the_choices() -> None:
         place_fleet(CLASSIC, random.Random(0), "corners")
 
 
-def _prior_score(rules: RuleSet, fleet: Fleet) -> float:
-    prior = DensityStrategy().density(TargetView(rules))
-    return sum(w for w, o in zip(prior, fleet.occupancy(rules), strict=True) if o)
+def _occupancy(rules: RuleSet) -> list[float]:
+    """How often each cell holds a ship in uniform fleets (drawn, not taken from the sampler)."""
+    rng, draws = random.Random(11), 400
+    counts = [0] * rules.cells
+    for _ in range(draws):
+        for i, o in enumerate(random_fleet(rules, rng).occupancy(rules)):
+            counts[i] += o > 0
+    return [n / draws for n in counts]
 
 
 @pytest.mark.parametrize("name", ["classic", "russian"])
-def test_unlikely_fleets_lie_where_a_density_shooter_looks_last(name: str) -> None:
+def test_unlikely_fleets_lie_where_ships_are_least_likely(name: str) -> None:
     rules, rng = PRESETS[name], random.Random(5)
-    uniform = [_prior_score(rules, place_fleet(rules, rng)) for _ in range(30)]
-    unlikely = [_prior_score(rules, place_fleet(rules, rng, "unlikely")) for _ in range(15)]
+    prior = _occupancy(rules)
+
+    def score(fleet: Fleet) -> float:
+        return sum(w for w, o in zip(prior, fleet.occupancy(rules), strict=True) if o)
+
+    uniform = [score(place_fleet(rules, rng)) for _ in range(30)]
+    unlikely = [score(place_fleet(rules, rng, "unlikely")) for _ in range(15)]
     assert max(unlikely) < sorted(uniform)[15]  # every one below the uniform median
 
 
