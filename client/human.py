@@ -239,7 +239,9 @@ class _Refereed:
             self.fleet, self.turn, self.sent = None, None, None
             self.their_fleet_placed = False
             ui.say(f"game {ev.game} begins", "bold")
-            if not self.match.placed:
+            if not self.match.captain:
+                ui.say("your team's captain places the fleet")
+            elif not self.match.placed:
                 self._prompt(self._place)
         elif isinstance(ev, YourTurn):
             self.turn = ev
@@ -308,6 +310,14 @@ class _Refereed:
                     self.ui.say("waiting for your opponent's shot")
         elif isinstance(msg, m.RevealNow):
             ui.say("the last ship is down: both fleets are revealed and checked")
+        elif isinstance(msg, m.Turn) and self.match.team_play:
+            # Team play (spec 6.8): the referee names who calls; say it unless it is us.
+            names = self.match.teams.get(msg.seat, ())
+            who = names[msg.member][:12] if msg.member < len(names) else f"member {msg.member}"
+            if msg.seat == self.seat and msg.member != self.match.member:
+                ui.say(f"your teammate {who} calls this turn", "dim")
+            elif msg.seat != self.seat:
+                ui.say(f"their member {who} calls", "dim")
 
     def _match_over(self, ev: MatchEnded) -> None:
         r = ev.result
@@ -357,12 +367,22 @@ async def play_server(
         ui.say(f"connected as {client.player[:16]}...; waiting for an opponent")
         if create:
             match, code = await client.create(rules, mode, public=False)
-            ui.say(f"invitation code {code}: your opponent runs seabattle play --join {code}")
+            if match.team_invites is not None:
+                mine, theirs = match.team_invites
+                ui.say(
+                    f"team invitations: your team {mine}, the other team {theirs}: "
+                    f"each player runs seabattle play --join CODE"
+                )
+            else:
+                ui.say(f"invitation code {code}: your opponent runs seabattle play --join {code}")
         else:
             match = await (client.join(invite) if invite else client.quick(rules, mode))
         await match.wait_started()
         assert match.rules is not None
         ui.say(f"match {match.id.hex()}: you are seat {match.seat}, {match.mode} mode", "bold")
+        if match.team_play:
+            role = "its captain" if match.captain else f"member {match.member}"
+            ui.say(f"team play: you are {role} of seat {match.seat}'s team")
         ui.match(
             f"match {match.id.hex()[:12]} · seat {match.seat} · {match.mode}", lambda: match.clock
         )

@@ -262,3 +262,51 @@ async def test_shot_clocks_that_run_out_lose_shots_then_the_game(server: tuple[s
     assert "your shot is lost: the shot clock ran out" in text
     assert won is False
     assert "you lost: you let too many shot clocks run out in a row" in text
+
+
+async def test_a_team_match_by_hand_prints_the_team_invitations_and_names_who_calls(
+    server: tuple[str, int],
+) -> None:
+    # Team play (spec 6.8): the person hosts; three bots join from the codes it prints.
+    from seabattle.client.api import connect, play_match
+
+    typist = Typist(8, 8, ["random"], [])
+    con, out = console()
+    rules = {"preset": "classic-8x8", "team_size": 2}
+    results: list[BotResult] = []
+
+    async def bot(code: str, seed: int) -> None:
+        async with connect(*server, name=f"bot{seed}", reconnect_for=0) as c:
+            match = await c.join(code)
+            results.append(await play_match(match, make_strategy("hunt"), random.Random(seed)))
+
+    async def joiners() -> None:
+        while "team invitations:" not in screen(out):
+            await trio.sleep(0.01)
+        mine, theirs = re.findall(r"your team (\w+), the other team (\w+)", screen(out))[0]
+        async with trio.open_nursery() as n:
+            n.start_soon(bot, mine, 1)
+            n.start_soon(bot, theirs, 2)
+            n.start_soon(bot, theirs, 3)
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(joiners)
+            won = await play_server(
+                *server,
+                rules=rules,
+                mode="custody",
+                key=None,
+                name="me",
+                console=con,
+                read=typist,
+                create=True,
+            )
+    text = screen(out)
+    assert "team play: you are its captain of seat 0's team" in text
+    assert re.search(r"your teammate \w+ calls this turn", text)
+    assert len(results) == 3 and all(r.ended for r in results)
+    mate = next(r for r in results if r.seat == 0)
+    assert won is mate.won
+    # The person placed once (the captain does), and called every other turn of its team.
+    assert sum(p.startswith("place") for p in typist.prompts) == 1
