@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from seabattle.protocol.session import SUPPORTED_VERSIONS
+
 __all__ = ["CaseFailed", "CaseResult", "NotImplementedCase", "Outcome", "Report", "Trace"]
 
 
@@ -92,7 +94,7 @@ class Report:
         """JSON form (the ``--json`` output)."""
         return {
             "target": self.target,
-            "spec": "spec/protocol.md, protocol version 1",
+            "spec": f"spec/protocol.md, protocol version {max(SUPPORTED_VERSIONS)}",
             "counts": self.counts(),
             "results": [r.to_dict() for r in self.results],
         }
