@@ -10,7 +10,7 @@ import json
 import random
 from pathlib import Path
 
-from .referee import RULES
+from .referee import RULES, rule_byte
 
 __all__ = ["framing_streams", "seeds"]
 
@@ -40,9 +40,10 @@ def seeds(target: str) -> list[bytes]:
             *noise,
         ]
     if target == "referee":
-        # Rule set, mode, the lot, then zeros: honest moves all the way.
+        # Rule set, mode, the lot, then zeros: honest moves all the way (in team play, by the
+        # members an honest team's would be).
         return [
-            bytes([r, mode, 1]) + bytes(range(32)) + bytes(steps)
+            bytes([rule_byte(r), mode, 1]) + bytes(range(32)) + bytes([1]) + bytes(steps)
             for r in range(len(RULES))
             for mode in (0, 1)
             for steps in (30, 200)

@@ -84,6 +84,19 @@ def test_the_referee_target_fails_when_the_referee_sends_to_no_seat(
         referee(seeds("referee")[0])
 
 
+def test_the_referee_target_fails_when_a_message_goes_to_a_member_there_is_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = Referee.start
+
+    def start(self: Referee, now: float) -> list[Send]:
+        return [*real(self, now), Send(1, m.Ping(1), self.rules.team_size)]
+
+    monkeypatch.setattr(Referee, "start", start)
+    with pytest.raises(AssertionError, match="to member"):
+        referee(seeds("referee")[0])
+
+
 def test_the_referee_target_fails_when_a_refusal_changes_the_game(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -91,8 +104,10 @@ def test_the_referee_target_fails_when_a_refusal_changes_the_game(
 
     real = Referee.receive
 
-    def receive(self: Referee, seat: int, msg: m.Message, now: float) -> list[Send]:
-        out = real(self, seat, msg, now)
+    def receive(
+        self: Referee, seat: int, msg: m.Message, now: float, member: int | None = None
+    ) -> list[Send]:
+        out = real(self, seat, msg, now, member)
         if isinstance(msg, m.Fire):
             raise Refused(ErrorCode.NOT_YOUR_TURN, "after applying it")
         return out
