@@ -42,7 +42,7 @@ from .metrics import Metrics
 from .records import add_cosign, add_cosign_stored
 from .referee import GAME_MESSAGES, MODES, Referee, Seat
 from .store import Conflict, Store
-from .store_cluster import Handoff
+from .store_cluster import Handoff, Paired
 
 __all__ = ["Lobby", "OpenMatch", "parse_rules_within"]
 
@@ -477,32 +477,39 @@ class Lobby(LobbyState):
             peer.send(m.Error(int(ErrorCode.NOT_ALLOWED), "replaced by a newer quick", w.id))
         rules_blob = canonical_pack(rules.to_dict())
         waiting = await self._partner(key, peer)
+        entry: int | None = None
         if waiting is None and self.cluster is not None:
             mid = self._new_id()
-            paired = await self.store.queue_pair(
-                self.node,
-                peer.player,
-                key[0],
-                msg.mode,
-                mid.hex(),
-                rules_blob,
-                int(self.cluster.wall()),
+            args = (self.node, peer.player, key[0], msg.mode, mid.hex(), rules_blob)
+            now = int(self.cluster.wall())
+            # Look for a partner and queue in one transaction (a player who can be handed off
+            # only): two players asking on two nodes at once must not both queue and wait.
+            got: Paired | int | None = await (
+                self.store.queue_pair_or_put(*args, now)
+                if peer.follows
+                else self.store.queue_pair(*args, now)
             )
-            if paired is not None:
+            if isinstance(got, Paired):
                 # A player waiting on another node: the match runs here, and it comes over.
-                known = await self.store.get_player(paired.player)
-                seat0 = Seat(paired.player, known.name if known else paired.player[:12])
+                known = await self.store.get_player(got.player)
+                seat0 = Seat(got.player, known.name if known else got.player[:12])
                 peer.send(m.Ok(msg.id, {"match": mid}))
                 self._start_on_arrival(mid, rules, msg.mode, True, seat0, peer)
                 return None
+            entry = got
             waiting = await self._partner(key, peer)  # one may have come while we looked
+            if waiting is not None and entry is not None and not await self.store.queue_drop(entry):
+                # Another node took our entry meanwhile: its handoff is on the way here, so the
+                # one who came stays queued here, and we wait for ours.
+                self.quick_queue[key] = waiting
+                self._queued[waiting.peer] = key
+                waiting = None
+            elif waiting is not None:
+                entry = None
         if waiting is None:
-            w = _Waiting(peer, msg.id)
-            if self.cluster is not None and peer.follows:
-                w.entry = await self.store.queue_put(
-                    self.node, peer.player, key[0], msg.mode, _now()
-                )
-                self._entries[w.entry] = w
+            w = _Waiting(peer, msg.id, entry)
+            if entry is not None and self.cluster is not None:
+                self._entries[entry] = w
                 self.cluster.waits(+1)
             if not peer.connected:
                 self._drop_entry(w)

@@ -105,6 +105,10 @@ class Dialect:
     #: appended to a SELECT that claims rows other nodes may be claiming at the same moment
     #: (the shared quick-match queue): each takes rows nobody holds, none waits
     claim_rows: str
+    #: the first statement of a transaction that looks for a quick-match partner and, finding
+    #: none, queues its player: two such transactions run one after the other, or two players
+    #: asking on two nodes at once would both queue and wait for ever
+    queue_lock: str
 
     def sql(self, query: str) -> str:
         """Return ``query`` (written with ``?`` placeholders) in this dialect's paramstyle."""
@@ -132,6 +136,7 @@ SQLITE = Dialect(
     migrate_lock="",
     # BEGIN IMMEDIATE: one writer at a time, so a row read is a row claimed.
     claim_rows="",
+    queue_lock="",  # BEGIN IMMEDIATE serialises them already
 )
 """The embedded default backend."""
 
@@ -150,6 +155,7 @@ POSTGRES = Dialect(
     # starting at once migrate one after the other (the second finds nothing left to do).
     migrate_lock="SELECT pg_advisory_xact_lock(25414227742)",
     claim_rows=" FOR UPDATE SKIP LOCKED",
+    queue_lock="SELECT pg_advisory_xact_lock(25414227743)",
 )
 """The shared backend for several server nodes (psycopg 3, a connection pool)."""
 

@@ -213,18 +213,7 @@ class ClusterStore(StoreBase):
 
         def run() -> int:
             with self._transaction() as cur:
-                self._exec(
-                    cur,
-                    "INSERT INTO quick_queue (node, player, digest, mode, created)"
-                    " VALUES (?, ?, ?, ?, ?)",
-                    (node, player, digest, mode, now),
-                )
-                row = self._exec(
-                    cur,
-                    "SELECT MAX(id) FROM quick_queue WHERE node = ? AND player = ?",
-                    (node, player),
-                ).fetchone()
-            return int(row[0])
+                return self._put(cur, node, player, digest, mode, now)
 
         return await self._run(run)
 
@@ -256,33 +245,85 @@ class ClusterStore(StoreBase):
 
         def run() -> Paired | None:
             with self._transaction() as cur:
-                row = self._exec(
-                    cur,
-                    "SELECT id, node, player FROM quick_queue WHERE digest = ? AND mode = ?"
-                    " AND node <> ? AND player <> ?"
-                    " AND node IN (SELECT name FROM nodes WHERE lease_until > ?)"
-                    " ORDER BY id LIMIT 1" + self._dialect.claim_rows,
-                    (digest, mode, node, player, now * 1000),
-                ).fetchone()
-                if row is None:
-                    return None
-                entry, other, waiting = int(row[0]), str(row[1]), str(row[2])
-                self._exec(cur, "DELETE FROM quick_queue WHERE id = ?", (entry,))
-                self._exec(
-                    cur,
-                    "INSERT INTO matches (id, rules, mode, seat0, seat1, status, created, node,"
-                    " public) VALUES (?, ?, ?, ?, ?, 'playing', ?, ?, 1)",
-                    (match_id, rules, mode, waiting, player, now, node),
-                )
-                self._handoff(cur, other, waiting, match_id, entry, now)
-                match = _match(
-                    self._exec(
-                        cur, f"SELECT {_MATCH_COLS} FROM matches WHERE id = ?", (match_id,)
-                    ).fetchone()
-                )
-            return Paired(entry, other, waiting, match)
+                return self._pair(cur, node, player, digest, mode, match_id, rules, now)
 
         return await self._run(run)
+
+    async def queue_pair_or_put(
+        self,
+        node: str,
+        player: str,
+        digest: bytes,
+        mode: str,
+        match_id: str,
+        rules: bytes,
+        now: int,
+    ) -> Paired | int:
+        """:meth:`queue_pair`, or, if no entry is free, :meth:`queue_put` (its entry), in one
+        transaction that no other such transaction runs beside: of two players asking on two
+        nodes at once, the second finds the first's entry."""
+
+        def run() -> Paired | int:
+            with self._transaction() as cur:
+                if self._dialect.queue_lock:
+                    self._exec(cur, self._dialect.queue_lock)
+                paired = self._pair(cur, node, player, digest, mode, match_id, rules, now)
+                if paired is not None:
+                    return paired
+                return self._put(cur, node, player, digest, mode, now)
+
+        return await self._run(run)
+
+    def _put(self, cur: Cursor, node: str, player: str, digest: bytes, mode: str, now: int) -> int:
+        self._exec(
+            cur,
+            "INSERT INTO quick_queue (node, player, digest, mode, created)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (node, player, digest, mode, now),
+        )
+        row = self._exec(
+            cur,
+            "SELECT MAX(id) FROM quick_queue WHERE node = ? AND player = ?",
+            (node, player),
+        ).fetchone()
+        return int(row[0])
+
+    def _pair(
+        self,
+        cur: Cursor,
+        node: str,
+        player: str,
+        digest: bytes,
+        mode: str,
+        match_id: str,
+        rules: bytes,
+        now: int,
+    ) -> Paired | None:
+        row = self._exec(
+            cur,
+            "SELECT id, node, player FROM quick_queue WHERE digest = ? AND mode = ?"
+            " AND node <> ? AND player <> ?"
+            " AND node IN (SELECT name FROM nodes WHERE lease_until > ?)"
+            " ORDER BY id LIMIT 1" + self._dialect.claim_rows,
+            (digest, mode, node, player, now * 1000),
+        ).fetchone()
+        if row is None:
+            return None
+        entry, other, waiting = int(row[0]), str(row[1]), str(row[2])
+        self._exec(cur, "DELETE FROM quick_queue WHERE id = ?", (entry,))
+        self._exec(
+            cur,
+            "INSERT INTO matches (id, rules, mode, seat0, seat1, status, created, node,"
+            " public) VALUES (?, ?, ?, ?, ?, 'playing', ?, ?, 1)",
+            (match_id, rules, mode, waiting, player, now, node),
+        )
+        self._handoff(cur, other, waiting, match_id, entry, now)
+        match = _match(
+            self._exec(
+                cur, f"SELECT {_MATCH_COLS} FROM matches WHERE id = ?", (match_id,)
+            ).fetchone()
+        )
+        return Paired(entry, other, waiting, match)
 
     # -- open matches and invitations -------------------------------------------------------------
 

@@ -69,6 +69,32 @@ async def test_quick_match_pairs_players_of_two_nodes(
         stop_b.set()
 
 
+async def test_players_asking_on_two_nodes_at_once_are_paired(
+    postgres_db: str, tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    # Each pair asks for rules nobody else asks for, one player on each node, all at the same
+    # moment: looking for a partner and queueing is one step, so none of them waits for ever.
+    async with trio.open_nursery() as nodes:
+        a, stop_a = await cluster_node(nodes, postgres_db, tmp_path, "a")
+        b, stop_b = await cluster_node(nodes, postgres_db, tmp_path, "b")
+        paired: dict[tuple[int, str], bytes] = {}
+
+        async def player(i: int, node: str, addr: tuple[str, int]) -> None:
+            async with api.connect(*addr, name=f"{node}{i}") as c:
+                match = await c.quick({**SMALL, "name": f"race-{i}"}, "blind")
+                paired[i, node] = match.id
+                await _play(c, match, i)
+
+        with trio.fail_after(120):
+            async with trio.open_nursery() as n:
+                for i in range(6):
+                    n.start_soon(player, i, "a", a)
+                    n.start_soon(player, i, "b", b)
+        assert all(paired[i, "a"] == paired[i, "b"] for i in range(6))
+        stop_a.set()
+        stop_b.set()
+
+
 async def test_an_invitation_works_from_another_node(
     postgres_db: str, tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
