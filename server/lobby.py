@@ -484,11 +484,7 @@ class Lobby(LobbyState):
             now = int(self.cluster.wall())
             # Look for a partner and queue in one transaction (a player who can be handed off
             # only): two players asking on two nodes at once must not both queue and wait.
-            got: Paired | int | None = await (
-                self.store.queue_pair_or_put(*args, now)
-                if peer.follows
-                else self.store.queue_pair(*args, now)
-            )
+            got = await self.store.queue_pair(*args, now, or_queue=peer.follows)
             if isinstance(got, Paired):
                 # A player waiting on another node: the match runs here, and it comes over.
                 known = await self.store.get_player(got.player)

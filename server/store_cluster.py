@@ -237,38 +237,22 @@ class ClusterStore(StoreBase):
         match_id: str,
         rules: bytes,
         now: int,
-    ) -> Paired | None:
+        *,
+        or_queue: bool = False,
+    ) -> Paired | int | None:
         """Pair ``player`` of ``node`` with the oldest entry of another node for the same rules
         (a node whose lease runs at ``now``, Unix seconds): the match ``match_id`` is created
         playing on ``node`` (the entry's player in seat 0) and the entry's node is handed its
-        player. ``None`` if no such entry is free."""
+        player. ``None`` if no such entry is free; with ``or_queue``, the player's new entry
+        instead (:meth:`queue_put`), in the same transaction, which no other such transaction
+        runs beside: of two players asking on two nodes at once, the second finds the first."""
 
-        def run() -> Paired | None:
+        def run() -> Paired | int | None:
             with self._transaction() as cur:
-                return self._pair(cur, node, player, digest, mode, match_id, rules, now)
-
-        return await self._run(run)
-
-    async def queue_pair_or_put(
-        self,
-        node: str,
-        player: str,
-        digest: bytes,
-        mode: str,
-        match_id: str,
-        rules: bytes,
-        now: int,
-    ) -> Paired | int:
-        """:meth:`queue_pair`, or, if no entry is free, :meth:`queue_put` (its entry), in one
-        transaction that no other such transaction runs beside: of two players asking on two
-        nodes at once, the second finds the first's entry."""
-
-        def run() -> Paired | int:
-            with self._transaction() as cur:
-                if self._dialect.queue_lock:
+                if or_queue and self._dialect.queue_lock:
                     self._exec(cur, self._dialect.queue_lock)
                 paired = self._pair(cur, node, player, digest, mode, match_id, rules, now)
-                if paired is not None:
+                if paired is not None or not or_queue:
                     return paired
                 return self._put(cur, node, player, digest, mode, now)
 
