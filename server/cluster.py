@@ -16,10 +16,11 @@ Theory of operation. PostgreSQL is the coordinator; there is no other channel be
   another node put in the shared queue for the same rules (``queue_pair``); if there is none, the
   request waits on its node and, when its player follows redirects (capability ``redirect``), in
   the shared queue too (put there in the transaction that looked, which no other such transaction
-  runs beside: two players asking on two nodes at once are paired). Open matches and invitations are in the store: a player of any node joins
-  one whose host follows redirects. Either way the match runs on the node that made the pairing,
-  and the player waiting elsewhere is handed off (``handoffs``, polled every ``poll`` seconds by
-  a node with someone waiting): its node answers its request and sends it ``redirect``.
+  runs beside: two players asking on two nodes at once are paired). Open matches and invitations
+  are in the store: a player of any node joins one whose host follows redirects. Either way the
+  match runs on the node that made the pairing, and the player waiting elsewhere is handed off
+  (``handoffs``, polled every ``poll`` seconds by a node with someone waiting): its node answers
+  its request and sends it ``redirect``.
 * **Redirects.** ``redirect{match, ticket, sig}`` carries a ticket (``protocol.ticket``)
   signed with the cluster key: the player, the match, the node and its address, an expiry. A
   player who authenticates on a node while a match of its runs on another is redirected there
