@@ -20,12 +20,12 @@ import click
 from rich.table import Table
 from seabattle.protocol.rules import PRESETS, BadRules, preset
 
+from .cli_bot import _bot_server as _bot_server  # re-exported: tests drive it directly
 from .cli_bot import bot
 from .cli_common import console
 from .cli_keys import keys
 from .cli_lobby import ladder, matches, record, watch
 from .cli_peer import host_cmd, join_cmd
-from .cli_play import _bot_server as _bot_server  # re-exported: tests drive it directly
 from .cli_play import play
 from .cli_records import verify
 from .cli_serve import demo, serve

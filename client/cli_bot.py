@@ -1,6 +1,6 @@
 """``seabattle bot``: a bot on a server, or a strategy measured locally (``--stats``).
 
-The matches themselves are played by :func:`.cli_play._bot_server`; this module holds the command
+This module holds the command, the matches a bot plays on a server (:func:`_bot_server`),
 and the local measurement (:func:`.botsim.measure`: uniform boards from a seeded stream, the same
 for every strategy).
 """
@@ -8,20 +8,33 @@ for every strategy).
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import random
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+import trio
 from rich.console import Console
 from seabattle.protocol.rules import RuleSet
 
 from .bots import DEFAULT_STRATEGY, STRATEGIES
-from .cli_common import Conn, _rules_arg, connection_options, console, run_client
-from .cli_play import _PLACEMENT, _bot_server
+from .cli_common import (
+    Conn,
+    _rules_arg,
+    _rules_map,
+    connection_options,
+    console,
+    open_client,
+    run_client,
+)
+from .cli_play import PLACEMENT
+
+if TYPE_CHECKING:
+    from .botplay import BotResult
 
 __all__ = ["bot", "stats_report"]
 
@@ -106,7 +119,7 @@ def stats_report(
     "win (mean ± standard error, median, p90, max) and the time a move takes.",
 )
 @click.option("--seed", default=None, type=int, help="Seed for --stats (the boards' stream).")
-@_PLACEMENT
+@PLACEMENT
 def bot(
     server: str | None,
     tls: bool,
@@ -167,3 +180,91 @@ def bot(
             placement=placement,
         ),
     )
+
+
+async def _bot_server(
+    host: str,
+    port: int,
+    strategy: str,
+    rules: RuleSet,
+    mode: str,
+    games: int,
+    key: str | None,
+    save: str | None,
+    name: str,
+    *,
+    conn: Conn | None = None,
+    as_json: bool = False,
+    wait: float | None = None,
+    placement: str = "uniform",
+) -> int:
+    """Play ``games`` quick matches; one line per match (``as_json``: one JSON object on stdout,
+    the rest on stderr). ``wait`` bounds each wait for an opponent, in seconds."""
+    from seabattle.client.botplay import play_match
+    from seabattle.client.bots import make_strategy
+
+    conn = conn or Conn(f"{host}:{port}")
+    say = Console(stderr=True).print if as_json else console.print
+    async with open_client(conn, key=key, name=name) as client:
+        say(f"connected as {client.player[:16]}...")
+        wins = 0
+        for _ in range(games):
+            say(f"waiting for an opponent ({rules.name}, {mode})...")
+            match = None
+            with trio.move_on_after(math.inf if wait is None else wait):
+                match = await client.quick(_rules_map(rules), mode)
+                await match.wait_started()
+            if match is None or match.rules is None:  # `start` sets the rules
+                raise click.ClickException(f"no opponent in {wait:g} s (--wait)")
+            res = await play_match(match, make_strategy(strategy), placement=placement)
+            wins += bool(res.won)
+            if as_json:
+                click.echo(json.dumps(_bot_json(res, client.player)))
+            else:
+                say(f"match {res.match_id.hex()}: {_bot_line(res, client.player)}")
+            if save and res.ended:
+                from .cli_lobby import fetch_record
+
+                out = Path(save) / f"{res.match_id.hex()}.sbr"
+                await fetch_record(client, res.match_id, out)
+                say(f"  record saved to {out}")
+        say(f"{wins}/{games} won")
+    return 0
+
+
+def _bot_json(res: BotResult, player: str) -> dict[str, Any]:
+    rating = (res.ratings or {}).get(player)
+    return {
+        "match": res.match_id.hex(),
+        "seat": res.seat,
+        "outcome": _outcome(res),
+        "winner": res.result.get("winner"),
+        "reason": res.reason,
+        "scores": res.result.get("scores"),
+        "games": res.result.get("games"),
+        "rating": rating,  # {old, new}, or null for an unrated match
+        "lies": [lie.detail for lie in res.lies],
+    }
+
+
+def _outcome(res: BotResult) -> str:
+    if not res.ended:
+        return "aborted"
+    return "won" if res.won else "draw" if res.won is None else "lost"
+
+
+def _bot_line(res: BotResult, player: str) -> str:
+    if not res.ended:
+        return "aborted: it ended without a result (no record to save)"
+    parts = [_outcome(res)]
+    scores = res.result.get("scores")
+    if isinstance(scores, list) and len(scores) == 2 and res.seat is not None:
+        parts.append(f"{scores[res.seat]}-{scores[1 - res.seat]}")
+    if res.reason:
+        parts.append(f"({res.reason.replace('_', ' ')})")
+    rating = (res.ratings or {}).get(player)
+    if isinstance(rating, dict):
+        parts.append(f"rating {rating.get('old')} -> {rating.get('new')}")
+    if res.lies:
+        parts.append(f"{len(res.lies)} lie(s) detected")
+    return ", ".join([" ".join(parts[:3]), *parts[3:]])
