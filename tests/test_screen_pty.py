@@ -79,14 +79,17 @@ class Screen(PtyProcess):
                 await self._read()
         raise AssertionError(f"no {pattern!r} on the screen:\n{self.text}")
 
-    async def expect_output(self, pattern: str, since: int, timeout: float = 20) -> None:
-        """Wait until what was written after byte ``since`` shows ``pattern``."""
+    async def expect_output(
+        self, pattern: str, since: int, timeout: float = 20
+    ) -> re.Match[str] | None:
+        """Wait until what was written after byte ``since`` shows ``pattern``; the match
+        (``None`` if the terminal closed first)."""
         with trio.move_on_after(timeout):
-            while not re.search(pattern, _ANSI.sub("", self.raw[since:].decode(errors="replace"))):
-                if self.closed:
-                    break
+            while True:
+                found = re.search(pattern, _ANSI.sub("", self.raw[since:].decode(errors="replace")))
+                if found is not None or self.closed:
+                    return found
                 await self._read()
-            return
         raise AssertionError(f"no {pattern!r} written; the screen:\n{self.text}")
 
     async def prompt(self, timeout: float = 20) -> str:
@@ -151,21 +154,27 @@ async def fire_until_over(term: Screen, labels: list[str], name: str) -> int:
     """Answer every shot prompt with the next of ``labels`` (typed) until the game is over."""
     shots = 0
     todo = itertools.cycle(labels)  # a line typed while nothing is asked is not taken
+    label: str | None = None
     while True:
         found = await term.expect(r"(?m)^ your shot \([^)]*\): *$| GAME OVER( |$)", 20)
         if "GAME OVER" in found.group(0):
             return shots
-        label = next(todo)
+        label = label or next(todo)
         since = len(term.raw)
         term.press(label, ENTER)
         shots += 1
         if shots == 6:
             term.snap(f"{name}-firing")
         # Its answer (or a refusal, which names the cell) before the next prompt: the prompt
-        # shown may still be the old one.
-        await term.expect_output(
-            rf"you fired: {label} |refused: [^\n]*\('?{label}'? (is|was) | GAME OVER", since
+        # shown may still be the old one. Typed while the last move was still on its way (a
+        # loaded machine), the line is not taken ("not now"): it is typed again.
+        said = await term.expect_output(
+            rf"you fired: {label} |refused: [^\n]*\('?{label}'? (is|was) | GAME OVER"
+            r"|not now: wait for your turn",
+            since,
         )
+        if said is None or "not now" not in said.group(0):
+            label = None
 
 
 async def test_host_on_the_game_screen_against_a_bot() -> None:
