@@ -251,10 +251,31 @@ class ClusterStore(StoreBase):
             with self._transaction() as cur:
                 if or_queue and self._dialect.queue_lock:
                     self._exec(cur, self._dialect.queue_lock)
-                paired = self._pair(cur, node, player, digest, mode, match_id, rules, now)
-                if paired is not None or not or_queue:
-                    return paired
-                return self._put(cur, node, player, digest, mode, now)
+                row = self._exec(
+                    cur,
+                    "SELECT id, node, player FROM quick_queue WHERE digest = ? AND mode = ?"
+                    " AND node <> ? AND player <> ?"
+                    " AND node IN (SELECT name FROM nodes WHERE lease_until > ?)"
+                    " ORDER BY id LIMIT 1" + self._dialect.claim_rows,
+                    (digest, mode, node, player, now * 1000),
+                ).fetchone()
+                if row is None:
+                    return self._put(cur, node, player, digest, mode, now) if or_queue else None
+                entry, other, waiting = int(row[0]), str(row[1]), str(row[2])
+                self._exec(cur, "DELETE FROM quick_queue WHERE id = ?", (entry,))
+                self._exec(
+                    cur,
+                    "INSERT INTO matches (id, rules, mode, seat0, seat1, status, created, node,"
+                    " public) VALUES (?, ?, ?, ?, ?, 'playing', ?, ?, 1)",
+                    (match_id, rules, mode, waiting, player, now, node),
+                )
+                self._handoff(cur, other, waiting, match_id, entry, now)
+                match = _match(
+                    self._exec(
+                        cur, f"SELECT {_MATCH_COLS} FROM matches WHERE id = ?", (match_id,)
+                    ).fetchone()
+                )
+            return Paired(entry, other, waiting, match)
 
         return await self._run(run)
 
@@ -271,43 +292,6 @@ class ClusterStore(StoreBase):
             (node, player),
         ).fetchone()
         return int(row[0])
-
-    def _pair(
-        self,
-        cur: Cursor,
-        node: str,
-        player: str,
-        digest: bytes,
-        mode: str,
-        match_id: str,
-        rules: bytes,
-        now: int,
-    ) -> Paired | None:
-        row = self._exec(
-            cur,
-            "SELECT id, node, player FROM quick_queue WHERE digest = ? AND mode = ?"
-            " AND node <> ? AND player <> ?"
-            " AND node IN (SELECT name FROM nodes WHERE lease_until > ?)"
-            " ORDER BY id LIMIT 1" + self._dialect.claim_rows,
-            (digest, mode, node, player, now * 1000),
-        ).fetchone()
-        if row is None:
-            return None
-        entry, other, waiting = int(row[0]), str(row[1]), str(row[2])
-        self._exec(cur, "DELETE FROM quick_queue WHERE id = ?", (entry,))
-        self._exec(
-            cur,
-            "INSERT INTO matches (id, rules, mode, seat0, seat1, status, created, node,"
-            " public) VALUES (?, ?, ?, ?, ?, 'playing', ?, ?, 1)",
-            (match_id, rules, mode, waiting, player, now, node),
-        )
-        self._handoff(cur, other, waiting, match_id, entry, now)
-        match = _match(
-            self._exec(
-                cur, f"SELECT {_MATCH_COLS} FROM matches WHERE id = ?", (match_id,)
-            ).fetchone()
-        )
-        return Paired(entry, other, waiting, match)
 
     # -- open matches and invitations -------------------------------------------------------------
 
