@@ -500,8 +500,6 @@ class Lobby(LobbyState):
                 self.quick_queue[key] = waiting
                 self._queued[waiting.peer] = key
                 waiting = None
-            elif waiting is not None:
-                entry = None
         if waiting is None:
             w = _Waiting(peer, msg.id, entry)
             if entry is not None and self.cluster is not None:

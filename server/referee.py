@@ -202,9 +202,13 @@ class Referee:
         """Both players' ids, by seat (in team play, the captains')."""
         return [s.player for s in self.seats]
 
+    def roster(self) -> list[list[Seat]]:
+        """Each seat's members, by member number (one each, the seat, without team play)."""
+        return self.teams if self.teams is not None else [[s] for s in self.seats]
+
     def team_ids(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """Each seat's members' ids (one each without team play)."""
-        teams = self.teams if self.teams is not None else [[s] for s in self.seats]
+        teams = self.roster()
         return (tuple(s.player for s in teams[0]), tuple(s.player for s in teams[1]))
 
     def everyone(self) -> list[Seat]:
@@ -236,8 +240,7 @@ class Referee:
 
     def member_of_player(self, player: str) -> tuple[int, int] | None:
         """The seat and member number of ``player``, connected or not."""
-        teams = self.teams if self.teams is not None else [[s] for s in self.seats]
-        for i, team in enumerate(teams):
+        for i, team in enumerate(self.roster()):
             for k, s in enumerate(team):
                 if s.player == player:
                     return i, k
@@ -462,7 +465,7 @@ class Referee:
             lot = self.core.lot_secret
             ids = [] if self.teams is None else [[list(t) for t in self.team_ids()]]
             self._out(self.core.start(now), ("start", lot, self.public, *ids, now))
-        teams = self.teams if self.teams is not None else [[s] for s in self.seats]
+        teams = self.roster()
         for i, team in enumerate(teams):
             for s in team:
                 ctx = {"seat": i, "player": s.player}
