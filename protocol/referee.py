@@ -480,23 +480,19 @@ class Referee:
         team play, by ``member``: it alone gets them (and both ``team`` messages); the opponent
         is told only if the whole team was away."""
         self._begin()
-        bit = seat_bit(seat)
+        bit, to, was_away = seat_bit(seat), None, True
         if self.teams is not None:
             away = self._away[seat]
             was_away = len(away) == self.rules.team_size
             away.discard(member)
-            self._put(bit, self.start_message(seat), member)
-            for msg in self.team_messages():
-                self._put(bit, msg, member)
-            self._put(bit, self.snapshot(seat, now), member)
-            if was_away:
-                self._gone_at[seat] = None
-                self._put(seat_bit(1 - seat), m.OpponentStatus(self.match_id, seat, True, 0))
-            return self._done()
-        self._gone_at[seat] = None
-        self._put(bit, self.start_message(seat))
-        self._put(bit, self.snapshot(seat, now))
-        self._put(seat_bit(1 - seat), m.OpponentStatus(self.match_id, seat, True, 0))
+            to = member
+        self._put(bit, self.start_message(seat), to)
+        for msg in self.team_messages():
+            self._put(bit, msg, to)
+        self._put(bit, self.snapshot(seat, now), to)
+        if was_away:
+            self._gone_at[seat] = None
+            self._put(seat_bit(1 - seat), m.OpponentStatus(self.match_id, seat, True, 0))
         return self._done()
 
     def leave(self, seat: int, now: float) -> list[Send]:
