@@ -235,13 +235,14 @@ async def test_host_on_the_game_screen_against_a_bot() -> None:
                 await term.expect(r"you fired: D4 ")
                 await fire_until_over(term, ["Z9", *cells(6, 6)], "host")
                 await term.expect(r"press any key to close the screen")
-                screen = term.text
-                term.snap("host-over")
-                assert re.search(r"game 1 over: you (won|lost): your (opponent's )?fleet", screen)
+                # The message line and the log are drawn in separate frames: each is waited
+                # for, not read off one snapshot (a loaded machine drew the prompt first).
+                await term.expect(r"game 1 over: you (won|lost): your (opponent's )?fleet")
                 # Both fleets in full once revealed, with every shot on them.
-                assert re.search(r"your fleet +their fleet", screen)
-                assert re.search(r"ships afloat: \d of 4 +ships afloat: \d of 4", screen)
-                assert "used " in screen
+                await term.expect(r"your fleet +their fleet")
+                await term.expect(r"ships afloat: \d of 4 +ships afloat: \d of 4")
+                await term.expect(r"used \d")
+                term.snap("host-over")
                 term.press("q")
                 status = await term.finish()
         assert status == 0
