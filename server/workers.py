@@ -16,7 +16,8 @@ match runs on with ``redirect``. For that each worker also listens on a port of 
 address it advertises (with ``--advertise``, that host and the worker's own port). A worker that
 dies is started again after a second, and its matches are taken up again (by it, or by another
 worker once its lease has run out). On SIGINT or SIGTERM the supervisor asks every worker for
-the graceful stop once (a second signal: at once), waits for them all, and exits.
+the graceful stop once (a second signal: at once), waits for them all, and exits. A worker
+whose supervisor is gone without a word (SIGKILL) stops gracefully by itself.
 
 Both stores work. On PostgreSQL this is the multi-node design on one machine. On SQLite the
 workers share one file, which SQLite's WAL mode allows for processes of one machine: each
@@ -31,10 +32,13 @@ import contextlib
 import dataclasses
 import json
 import logging
+import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
+import time
 from typing import Any
 
 import trio
@@ -49,6 +53,8 @@ _log = logging.getLogger("seabattle.server.workers")
 
 #: Seconds before a worker that ended unasked is started again.
 RESTART_DELAY = 1.0
+#: Seconds between a worker's looks at whether its supervisor is still there.
+PARENT_POLL = 0.5
 
 
 def _reuse_socket(host: str, port: int) -> socket.socket:
@@ -131,7 +137,7 @@ async def _supervise(workers: int, base: dict[str, Any]) -> int:
     failed: list[str] = []
 
     def settings(i: int, name: str) -> dict[str, Any]:
-        out = {**base, "node": name, "json_status": True}
+        out = {**base, "node": name, "json_status": True, "parent": os.getpid()}
         if metrics_port:
             out["metrics_port"] = metrics_port + i  # each worker its own: one scrape each
         return out
@@ -293,7 +299,29 @@ def worker_main() -> None:
 
     kwargs = json.loads(sys.stdin.read())
     kwargs["limits"] = Limits(**kwargs["limits"])
+    _stop_without(kwargs.pop("parent"))
     main(**kwargs, reuse_port=True)
+
+
+def _stop_without(parent: int) -> None:
+    """Stop this worker gracefully once its supervisor ``parent`` is gone.
+
+    A supervisor killed with SIGKILL forwards no signal: its workers would go on holding the
+    port and their node names, and a supervisor started again would run beside them. The
+    worker's running matches stay in the journal and resume when a server starts again.
+    """
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL)
+        _log.warning("the supervisor (pid %d) is gone: stopping", parent)
+        # Nobody reads the status pipe any more: the last status line must not fail the stop.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="supervisor-watch", daemon=True).start()
 
 
 if __name__ == "__main__":

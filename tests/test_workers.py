@@ -4,7 +4,9 @@ stop is graceful for every worker, and what cannot work is one line."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import random
 import signal
 import subprocess
@@ -79,6 +81,29 @@ async def test_two_workers_share_the_port_and_the_store(tmp_path: Path, db: str)
     stopped = json.loads(out.splitlines()[-1])
     assert stopped["event"] == "stopped" and stopped["workers"] == 2
     assert sum(stopped["matches_finished"].values()) == 1
+
+
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="waits on the workers with pidfds")
+async def test_workers_stop_when_their_supervisor_is_killed(tmp_path: Path) -> None:
+    # SIGKILL forwards nothing: each worker must notice by itself, or it keeps the port and its
+    # node name, and the next `serve --workers` runs beside it.
+    proc, status = await trio.to_thread.run_sync(
+        _start, tmp_path, "--db", str(tmp_path / "db"), "--workers", "2"
+    )
+    pids = [w["pid"] for w in status["workers"]]
+    fds = [os.pidfd_open(pid) for pid in pids]
+    try:
+        proc.kill()
+        await trio.to_thread.run_sync(proc.wait)
+        with trio.fail_after(30):  # a graceful stop: up to the shutdown grace, 5 s
+            for fd in fds:
+                await trio.lowlevel.wait_readable(fd)  # readable once the process has ended
+    finally:
+        for fd in fds:
+            os.close(fd)
+        for pid in pids:  # whatever is left, so that a failure leaves no server behind
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def test_workers_need_the_cluster(tmp_path: Path) -> None:
