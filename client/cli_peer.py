@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import socket
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -186,16 +187,30 @@ def join_cmd(
     from seabattle.client.peer import join
 
     h, p = _hostport(address)
+    # Connected before the game screen comes up: an unreachable host is one line, not a screen
+    # drawn and taken away again. (A probe connection would not do: the host takes the first
+    # connection that reaches it as its joiner.)
+    try:
+        sock = socket.create_connection((h, p), timeout=30)
+    except OSError as e:
+        raise click.ClickException(f"cannot reach {address}: {e.strerror or e}") from None
+    sock.setblocking(False)
+
+    async def connected(host: str, port: int) -> trio.abc.Stream:
+        return trio.SocketStream(trio.socket.from_stdlib_socket(sock))
 
     async def run(ui: GameUI | None = None) -> Any:
         player = _peer_player(bot_name, seed, ui)
         reporter = _peer_reporter(
             verbose, bot_name is None, console.print if ui is None else ui.say
         )
-        return await join(player, h, p, key=key, name=name, on_event=reporter)
+        return await join(player, h, p, key=key, name=name, on_event=reporter, connect=connected)
 
     try:
         result = _run_peer(run, "the host", _runner(bot_name, line))
     except OSError as e:
-        raise click.ClickException(f"cannot reach {address}: {e}") from None
+        failed = e.strerror or e
+        raise click.ClickException(f"the connection to {address} failed: {failed}") from None
+    finally:
+        sock.close()
     _finish_peer(result, save)

@@ -185,3 +185,21 @@ async def test_play_invite_join_and_save(tmp_path: Path) -> None:
 async def test_play_takes_invite_or_join_not_both() -> None:
     r = await seabattle("play", "--server", "127.0.0.1:1", "--invite", "--join", "ABCD")
     one_error(r, "give one of them")
+
+
+async def test_host_and_join_play_a_peer_match_to_one_record(tmp_path: Path) -> None:
+    # `join` connects before it starts its screen (or line mode); the match it then plays on
+    # that connection ends with the record both sides co-signed, byte for byte the same.
+    saved = {side: tmp_path / f"{side}.sbr" for side in ("host", "joiner")}
+    rules = json.dumps(SMALL)
+    host = await spawn(
+        "host", "--port", "0", "--rules", rules, "--bot", "random", "--save", str(saved["host"])
+    )
+    where = (await host.expect(r"hosting \S+ on ([\d.]+:\d+)"))[1]
+    joiner = await spawn("join", where, "--bot", "random", "--save", str(saved["joiner"]))
+    assert await joiner.finish() == 0, joiner.text
+    assert await host.finish() == 0, host.text
+    for side in (host, joiner):
+        assert "record signed by both seats: verifies" in side.text
+    assert saved["host"].read_bytes() == saved["joiner"].read_bytes()
+    assert verify_record(load_record(saved["host"].read_bytes())).ok

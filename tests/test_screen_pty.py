@@ -322,3 +322,21 @@ async def test_ctrl_c_on_the_screen_leaves_the_match_at_once(server: tuple[str, 
         assert box[0].won is True
     finally:
         term.close()
+
+
+async def test_join_to_nobody_is_one_line_without_the_screen() -> None:
+    # Reached before the screen starts: an unreachable host must not flash the screen up and
+    # away before its one-line error.
+    import socket
+
+    with socket.socket() as held:  # bound, never listening: nothing answers on this port
+        held.bind(("127.0.0.1", 0))
+        term = await Screen.spawn("join", f"127.0.0.1:{held.getsockname()[1]}")
+        try:
+            status = await term.finish(30)
+        finally:
+            term.close()
+    assert status != 0
+    assert b"\x1b[?1049h" not in term.raw  # the alternate screen was never entered
+    lines = [line for line in term.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "cannot reach 127.0.0.1:" in lines[0], term.output
