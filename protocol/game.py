@@ -52,12 +52,14 @@ from .inputs import (
     ShotLost,
     VerdictGiven,
     input_from_entry,
+    new_shot_called,
+    new_verdict_given,
 )
 from .proofs import check_proofs, check_shape, first_lie
 from .rules import RepeatShot, RuleSet, ShotMode
 from .state import TRANSITIONS, Board, Deadline, EndReason, Outcome, Phase
 from .transcript import Transcript
-from .verdict import Result, Shot, Verdict, radar_cells
+from .verdict import Result, Shot, Verdict, new_shot, radar_cells
 
 __all__ = [
     "TRANSITIONS",
@@ -340,7 +342,8 @@ class Game:
         self._check_mover(seat, inp.member)
         r = self.rules
         target = self.boards[1 - seat]
-        want = self.shot_count(seat)
+        # shot_count() is 1 for single shots whatever the board: spared on nearly every shot.
+        want = 1 if r.shots is _SINGLE else self.shot_count(seat)
         if len(cells) != want:
             raise Refused(
                 ErrorCode.WRONG_SALVO_SIZE, f"this shot calls {want} cell(s), got {len(cells)}"
@@ -351,9 +354,10 @@ class Game:
         rows, cols = r.rows, r.cols
         fired, crossed = target.fired, target.crossed
         for c in cells:
-            if not c.on(rows, cols):
+            row, col = c
+            if not (0 <= row < rows and 0 <= col < cols):  # c.on(rows, cols), inline
                 raise Refused(ErrorCode.OFF_BOARD, f"({c.row},{c.col}) is off the board")
-            i = c.index(cols)
+            i = row * cols + col
             if i in fired:
                 repeated = c
             elif i in crossed:
@@ -365,11 +369,11 @@ class Game:
                 return self._lose_shot(seat, "repeat")
             raise Refused(ErrorCode.ALREADY_FIRED, f"{repeated.label()} was fired at already")
         self.expiries[seat] = 0
-        self._log(inp.entry())
-        shot = Shot(self._shot_count + 1, seat, cells)
+        self.transcript.append(inp.entry())
+        shot = new_shot(self._shot_count + 1, seat, cells)
         self.pending = shot
         self.phase = _ANSWER
-        return [ShotCalled(shot)]
+        return [new_shot_called(shot)]
 
     def _radar(self, inp: Radar) -> list[GameEvent]:
         # Instead of firing, once per game.
@@ -391,7 +395,8 @@ class Game:
         return [ShotCalled(shot)]
 
     def _check_mover(self, seat: int, member: int) -> None:
-        self._seat(seat)
+        if seat not in (0, 1):  # _seat(seat), inline: every shot
+            raise Refused(ErrorCode.NOT_ALLOWED, f"seat {seat} does not exist")
         if seat != self.turn:
             raise Refused(ErrorCode.NOT_YOUR_TURN, f"seat {self.turn} is to move")
         # Which member calls is the referee's rule (spec 6.8: it skips a member who is away, a
@@ -423,7 +428,7 @@ class Game:
         check_shape(self.rules, shot, verdict)
         commitment = self.commitments[seat]
         assert commitment is not None
-        self._log(inp.entry())
+        self.transcript.append(inp.entry())
         try:
             check_proofs(self.rules, commitment, self.ctx[seat], self.boards[seat], shot, verdict)
         except ProtocolError as e:
@@ -476,7 +481,7 @@ class Game:
             self.shots_taken[shot.seat] += 1
         self.turn = nxt = shot.seat if again else seat
         self.phase = _FIRING
-        events.append(VerdictGiven(shot, v, nxt))
+        events.append(new_verdict_given(shot, v, nxt))
         return events
 
     # -- time, resignation, absence --------------------------------------------------------------

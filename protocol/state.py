@@ -178,7 +178,7 @@ class Board:
             any_hit = False
             for c, res in zip(cells, v.results, strict=True):
                 result = res.result
-                fired[c.index(cols)] = result
+                fired[c.row * cols + c.col] = result  # c.index(cols), inline: every shot
                 if result is not _MISS:
                     self.hits += 1
                     any_hit = True

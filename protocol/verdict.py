@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from .commit import CellOpening, Committed, ShipOpening
+from .commit import SALT_BYTES, CellOpening, Committed, ShipOpening, new_opening, slot_setters
 from .errors import ErrorCode, RemoteProtocolError
 from .grid import Cell
 from .rules import RuleSet, SalvoReport, SunkReport
@@ -42,6 +42,7 @@ _RESULTS = {r.value: r for r in Result}
 _CLAIM_KEYS = frozenset({"k", "open"})
 _RESULT_KEYS = frozenset({"r", "open", "sunk"})
 _VERDICT_KEYS = frozenset({"n", "results", "total", "sunk", "found"})
+_OPENING_KEYS = frozenset({"i", "occ", "salt"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,11 +108,11 @@ class CellResult:
             except ValueError:
                 raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, f"result {r!r}") from None
         sunk = d["sunk"]
-        return cls(
-            result,
-            CellOpening.from_dict(d["open"]),
-            None if sunk is None else SunkClaim.from_dict(sunk),
-        )
+        opening = CellOpening.from_dict(d["open"])
+        claim = None if sunk is None else SunkClaim.from_dict(sunk)
+        if cls is CellResult:
+            return new_result(result, opening, claim)
+        return cls(result, opening, claim)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +150,8 @@ class Verdict:
                 ErrorCode.BAD_MESSAGE, f"a verdict is {sorted(_VERDICT_KEYS)}"
             )
         n, total, found = d["n"], d["total"], d["found"]
-        if isinstance(n, bool) or not isinstance(n, int):
+        # Exact types first (what every decoder gives), then the general tests.
+        if type(n) is not int and (isinstance(n, bool) or not isinstance(n, int)):
             raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, "verdict n is an integer")
         if total is not None and (isinstance(total, bool) or not isinstance(total, int)):
             raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, "verdict total is an integer")
@@ -158,13 +160,92 @@ class Verdict:
         results, sunk = d["results"], d["sunk"]
         if not isinstance(results, list) or not isinstance(sunk, list):
             raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, "results and sunk are lists")
-        return cls(
-            n,
-            tuple(map(CellResult.from_dict, results)),
-            total,
-            tuple(map(SunkClaim.from_dict, sunk)) if sunk else (),
-            found,
-        )
+        if cls is Verdict and not sunk:
+            plain = _plain_results(results)
+            if plain is not None:
+                return new_verdict(n, plain, total, (), found)
+        parsed = tuple(map(CellResult.from_dict, results))
+        claims = tuple(map(SunkClaim.from_dict, sunk)) if sunk else ()
+        if cls is Verdict:
+            return new_verdict(n, parsed, total, claims, found)
+        return cls(n, parsed, total, claims, found)
+
+
+def _plain_results(results: list[Any]) -> tuple[CellResult, ...] | None:
+    """``tuple(map(CellResult.from_dict, results))`` for results in the form every decoder gives
+    (exact types, no ship shown), in one frame; ``None`` for any other form, which the general
+    parse then judges (and refuses with its own error)."""
+    out = []
+    for res in results:
+        if type(res) is not dict or res.keys() != _RESULT_KEYS:
+            return None
+        r, o, claim = res["r"], res["open"], res["sunk"]
+        result = _RESULTS.get(r) if type(r) is str else None
+        if result is None or type(o) is not dict or o.keys() != _OPENING_KEYS:
+            return None
+        i, occ, salt = o["i"], o["occ"], o["salt"]
+        if type(i) is not int or type(occ) is not bool or type(salt) is not bytes:
+            return None
+        if len(salt) != SALT_BYTES:
+            return None
+        if claim is None:
+            sunk = None
+        elif (
+            type(claim) is dict
+            and claim.keys() == _CLAIM_KEYS
+            and type(claim["k"]) is int
+            and claim["open"] is None
+        ):
+            sunk = SunkClaim(claim["k"])
+        else:
+            return None
+        out.append(new_result(result, new_opening(i, occ, salt), sunk))
+    return tuple(out)
+
+
+_new = object.__new__
+_SHOT_SETTERS = slot_setters(Shot, "n", "seat", "cells", "radar")
+_RESULT_SETTERS = slot_setters(CellResult, "result", "opening", "sunk")
+_VERDICT_SETTERS = slot_setters(Verdict, "n", "results", "total", "sunk", "found")
+
+
+def new_shot(n: int, seat: int, cells: tuple[Cell, ...], radar: bool = False) -> Shot:
+    """``Shot(n, seat, cells, radar)``, built fast (:func:`.commit.slot_setters`)."""
+    s: Shot = _new(Shot)
+    set_n, set_seat, set_cells, set_radar = _SHOT_SETTERS
+    set_n(s, n)
+    set_seat(s, seat)
+    set_cells(s, cells)
+    set_radar(s, radar)
+    return s
+
+
+def new_result(result: Result, opening: CellOpening, sunk: SunkClaim | None) -> CellResult:
+    """``CellResult(result, opening, sunk)``, built fast."""
+    r: CellResult = _new(CellResult)
+    set_result, set_opening, set_sunk = _RESULT_SETTERS
+    set_result(r, result)
+    set_opening(r, opening)
+    set_sunk(r, sunk)
+    return r
+
+
+def new_verdict(
+    n: int,
+    results: tuple[CellResult, ...],
+    total: int | None,
+    sunk: tuple[SunkClaim, ...],
+    found: bool | None,
+) -> Verdict:
+    """``Verdict(n, results, total, sunk, found)``, built fast."""
+    v: Verdict = _new(Verdict)
+    set_n, set_results, set_total, set_sunk, set_found = _VERDICT_SETTERS
+    set_n(v, n)
+    set_results(v, results)
+    set_total(v, total)
+    set_sunk(v, sunk)
+    set_found(v, found)
+    return v
 
 
 def radar_cells(rules: RuleSet, top_left: Cell) -> tuple[Cell, ...]:
@@ -185,6 +266,7 @@ class TrueCell:
 _MISS_CELL = TrueCell(Result.MISS, None)
 _HIT_CELL = TrueCell(Result.HIT, None)
 _SILENT = SunkReport.SILENT
+_SUNK = Result.SUNK
 
 
 def true_answer(
@@ -204,7 +286,7 @@ def true_answer(
     hits: set[int] | None = None  # hit_before and this shot's hits, copied at the first hit
     out = []
     for c in shot.cells:
-        i = c.index(cols)
+        i = c.row * cols + c.col  # c.index(cols), inline: every shot of a game, at each reveal
         o = occupancy[i]
         if not o:
             out.append(_MISS_CELL)
@@ -215,7 +297,7 @@ def true_answer(
         # Sunk when every cell of the ship is hit, counted over the few hits rather than the whole
         # grid: the reveal check calls this for every shot of a game.
         if named and occupancy.count(o) == [occupancy[x] for x in hits].count(o):
-            out.append(TrueCell(Result.SUNK, o - 1))
+            out.append(TrueCell(_SUNK, o - 1))
         else:
             out.append(_HIT_CELL)
     if len(out) > 1:
@@ -223,7 +305,7 @@ def true_answer(
         seen: set[int] = set()
         for j in range(len(out) - 1, -1, -1):
             t = out[j]
-            if t.result is Result.SUNK and t.ship is not None:
+            if t.result is _SUNK and t.ship is not None:
                 if t.ship in seen:
                     out[j] = _HIT_CELL
                 seen.add(t.ship)
