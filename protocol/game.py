@@ -123,8 +123,11 @@ class Game:
         self.provisional: Outcome | None = None
         self.outcome: Outcome | None = None
         self.transcript = Transcript(rules.rows, rules.cols)
+        #: A game that is not compact: the transcript's own list of entries, for a replay that
+        #: reads back the entry just logged (``transcript[-1]`` costs a method call).
+        self.plain_log: list[dict[str, Any]] | None = None
         if not compact:
-            self.transcript.keep_plain()
+            self.plain_log = self.transcript.keep_plain()
         # Derived from the (frozen) rules, read on every shot.
         self._cells = rules.cells
         self._fleet_cells = rules.fleet_cells

@@ -176,7 +176,12 @@ class Board:
         else:
             # check_shape() made sure: one result per called cell, in call order.
             any_hit = False
-            for c, res in zip(cells, v.results, strict=True):
+            results = v.results
+            if len(results) != len(cells):
+                raise ValueError("one result per called cell")  # zip(..., strict=True)'s check
+            # By index rather than zip(..., strict=True), whose keyword doubles its cost.
+            for k, c in enumerate(cells):
+                res = results[k]
                 result = res.result
                 fired[c.row * cols + c.col] = result  # c.index(cols), inline: every shot
                 if result is not _MISS:

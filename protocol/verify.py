@@ -248,7 +248,7 @@ def _replay_game(
         problems.append(f"transcript_invalid: game {number}: {e.detail}")
         summary.ok, summary.reason = False, problems[-1]
         return summary, False
-    logged = g.transcript
+    logged = g.transcript if g.plain_log is None else g.plain_log
     rules = m.rules
     ended = 0
     for j, entry in enumerate(gd["transcript"], 1):
