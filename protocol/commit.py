@@ -34,6 +34,7 @@ All functions here are pure: the caller passes the randomness in (``secret``, ``
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import struct
@@ -115,14 +116,36 @@ def context(match_id: bytes, game: int, seat: int, rules: RuleSet) -> bytes:
             "match": match_id,
             "game": game,
             "seat": seat,
-            "rules": rules.digest(),
+            "rules": _rules_digest(rules),
         }
     )
     return hashlib.sha256(b"seabattle/v1/ctx\x00" + body).digest()
 
 
+# A rule set's digest packs its whole map: one rule set is shared by every game of a match and
+# by both seats, so the digest is kept for the rule set object (alive while it is kept here).
+_DIGESTS: dict[int, tuple[RuleSet, bytes]] = {}
+
+
+def _rules_digest(rules: RuleSet) -> bytes:
+    kept = _DIGESTS.get(id(rules))
+    if kept is not None and kept[0] is rules:
+        return kept[1]
+    digest = rules.digest()
+    if len(_DIGESTS) >= 64:
+        _DIGESTS.clear()
+    _DIGESTS[id(rules)] = (rules, digest)
+    return digest
+
+
 def _salt(secret: bytes, label: bytes, index: int) -> bytes:
     return hmac.digest(secret, label + _U16.pack(index), "sha256")[:SALT_BYTES]
+
+
+@functools.lru_cache(maxsize=16)
+def _messages(label: bytes, count: int) -> tuple[bytes, ...]:
+    """``label || u16(i)`` for every index below ``count``: what each salt's HMAC hashes."""
+    return tuple(label + _U16.pack(i) for i in range(count))
 
 
 _TRANS_36 = bytes(x ^ 0x36 for x in range(256))
@@ -140,11 +163,10 @@ def _salts(secret: bytes, label: bytes, count: int) -> list[bytes]:
     key = key.ljust(64, b"\x00")
     inner = hashlib.sha256(key.translate(_TRANS_36))
     outer = hashlib.sha256(key.translate(_TRANS_5C))
-    pack = _U16.pack
     out = []
-    for i in range(count):
+    for message in _messages(label, count):
         h = inner.copy()
-        h.update(label + pack(i))
+        h.update(message)
         o = outer.copy()
         o.update(h.digest())
         out.append(o.digest()[:SALT_BYTES])
@@ -376,7 +398,13 @@ class Commitment:
 
     def shares_leaves(self, other: Commitment) -> bool:
         """Whether any cell leaf of ``other`` is also one of this commitment's."""
-        return not set(self.cells).isdisjoint(other.cells)
+        if type(self) is not Commitment or type(other) is not Commitment:
+            return not set(self.cells).isdisjoint(other.cells)
+        # Sliced straight into the set and the list rather than through the tuples of cells.
+        mine, theirs = self._string(), other._string()
+        ours = {mine[i : i + 32] for i in range(0, len(mine) - (self._ships << 5), 32)}
+        end = len(theirs) - (other._ships << 5)
+        return not ours.isdisjoint([theirs[i : i + 32] for i in range(0, end, 32)])
 
     def root(self, ctx: bytes) -> bytes:
         """The 32-byte name of this commitment under ``ctx``."""
@@ -393,12 +421,13 @@ class Commitment:
             assert self._opener is not None
             self._opener.check_cell(ctx, o)
             return
-        # The leaf inline: this runs for every opening.
+        # The leaf inline (cell_leaf(ctx, i, o.occupied, o.salt)): this runs for every opening.
         if not 0 <= i < (len(leaves) >> 5) - self._ships:
             raise _bad(f"cell index {i} is off the grid")
-        if not hmac.compare_digest(
-            cell_leaf(ctx, i, o.occupied, o.salt), leaves[i << 5 : (i + 1) << 5]
-        ):
+        leaf = hashlib.sha256(
+            _CELL + ctx + _U16.pack(i) + (b"\x01" if o.occupied else b"\x00") + o.salt
+        ).digest()
+        if not hmac.compare_digest(leaf, leaves[i << 5 : (i + 1) << 5]):
             raise _bad(f"opening of cell {i} does not match the commitment")
 
     def check_ship(self, ctx: bytes, o: ShipOpening) -> None:

@@ -306,7 +306,11 @@ def input_from_entry(e: Any, rules: RuleSet) -> GameInput:
         # it: from_dict accepts exact types only and to_dict gives them back. The exception is a
         # shown ship, whose placement from_dict also accepts as a tuple (to_dict gives a list):
         # those verdicts are rebuilt, so that a tuple is caught as a form the game never logs.
-        return new_answer(_int(e, "seat"), verdict, None if _shows_ship(verdict) else wire)
+        seat = _int(e, "seat")
+        results = verdict.results
+        if not verdict.sunk and len(results) == 1 and results[0].sunk is None:
+            return new_answer(seat, verdict, wire)  # a single cell, not sunk: nothing shown
+        return new_answer(seat, verdict, None if _shows_ship(verdict) else wire)
     if kind == "commit":
         sig = e.get("sig")
         if sig is not None and (type(sig) is not bytes or len(sig) != 64):
