@@ -56,10 +56,19 @@ from .inputs import (
     new_verdict_given,
 )
 from .proofs import check_proofs, check_shape, first_lie
-from .rules import RepeatShot, RuleSet, ShotMode
+from .rules import RepeatShot, RuleSet, SalvoReport, ShotMode
 from .state import TRANSITIONS, Board, Deadline, EndReason, Outcome, Phase
 from .transcript import Transcript
-from .verdict import Result, Shot, Verdict, new_shot, radar_cells
+from .verdict import (
+    VERDICT_KEYS,
+    Result,
+    Shot,
+    Verdict,
+    new_shot,
+    new_verdict,
+    plain_results,
+    radar_cells,
+)
 
 __all__ = [
     "TRANSITIONS",
@@ -77,7 +86,8 @@ _LEADS: dict[tuple[Phase, str], frozenset[Phase]] = {
 }
 # Enum members read on every shot, bound once: reading one off its class costs ~0.1 us.
 _SETUP, _FIRING, _ANSWER, _REVEAL = Phase.SETUP, Phase.FIRING, Phase.ANSWER, Phase.REVEAL
-_MISS, _SINGLE = Result.MISS, ShotMode.SINGLE
+_MISS, _SUNK, _SINGLE = Result.MISS, Result.SUNK, ShotMode.SINGLE
+_ANSWER_ENTRY = frozenset({"in", "seat", "verdict"})
 
 
 class Game:
@@ -131,6 +141,7 @@ class Game:
         # Derived from the (frozen) rules, read on every shot.
         self._cells = rules.cells
         self._fleet_cells = rules.fleet_cells
+        self._totals = rules.is_salvo and rules.salvo_report is SalvoReport.TOTAL
 
     # -- the one way in --------------------------------------------------------------------------
 
@@ -170,6 +181,68 @@ class Game:
                 "an edge the transition table does not list",
             )
         return events
+
+    def replay(self, entry: Any) -> list[GameEvent]:
+        """Feed the input the transcript entry ``entry`` records: what
+        ``self.feed(input_from_entry(entry, self.rules))`` does, for a replay (the record verifier).
+
+        A verdict on a single cell in the form the game logs it, proved and sinking nothing (half
+        of any transcript), is checked and applied here in one step, with ``entry`` itself logged
+        (the map the general way logs is equal to it). Anything else, and anything the checks
+        here do not pass, goes the general way, which judges it afresh: refused, or ending the
+        game, exactly as it would have been.
+        """
+        if type(entry) is dict and entry.get("in") == "answer" and entry.keys() == _ANSWER_ENTRY:
+            events = self._replay_answer(entry)
+            if events is not None:
+                return events
+        return self.feed(input_from_entry(entry, self.rules))
+
+    def _replay_answer(self, e: dict[str, Any]) -> list[GameEvent] | None:
+        """:meth:`replay` of an answer entry, or ``None`` (nothing changed) to go the general way.
+
+        Every check of that way for such a verdict is made, before anything changes: the entry's
+        form (:func:`.inputs.input_from_entry`, :meth:`Verdict.from_dict`), the phase (the
+        transition table has ``answer`` in ``answer`` only), :meth:`_answer`'s, then
+        :func:`.proofs.check_shape` and :func:`.proofs.check_proofs` for one cell and no claim.
+        """
+        shot = self.pending
+        seat, wire = e["seat"], e["verdict"]
+        if self.phase is not _ANSWER or shot is None or type(e["in"]) is not str:
+            return None
+        if type(seat) is not int or seat != 1 - shot.seat or shot.radar or self._totals:
+            return None
+        if type(wire) is not dict or wire.keys() != VERDICT_KEYS:
+            return None
+        n, results, sunk = wire["n"], wire["results"], wire["sunk"]
+        if type(n) is not int or n != shot.n or wire["total"] is not None:
+            return None
+        if wire["found"] is not None or type(sunk) is not list or sunk:
+            return None
+        cells = shot.cells
+        if type(results) is not list or len(results) != 1 or len(cells) != 1:
+            return None
+        parsed = plain_results(results)
+        if parsed is None:
+            return None
+        res = parsed[0]
+        result, opening = res.result, res.opening
+        if res.sunk is not None or result is _SUNK:
+            return None  # a sinking: its claim is checked the general way
+        c = cells[0]
+        if opening.index != c.row * self.rules.cols + c.col:
+            return None
+        if opening.occupied != (result is not _MISS):
+            return None
+        commitment = self.commitments[seat]
+        if commitment is None:
+            return None
+        try:
+            commitment.check_cell(self.ctx[seat], opening)
+        except ProtocolError:
+            return None  # a false opening ends the game: the general way says how
+        self.transcript.append(e)
+        return self._apply(shot, new_verdict(n, parsed, None, (), None))
 
     def inputs(self) -> Iterator[GameInput]:
         """The inputs the game accepted, in order: feeding them to a fresh game replays it."""

@@ -42,6 +42,8 @@ _RESULTS = {r.value: r for r in Result}
 _CLAIM_KEYS = frozenset({"k", "open"})
 _RESULT_KEYS = frozenset({"r", "open", "sunk"})
 _VERDICT_KEYS = frozenset({"n", "results", "total", "sunk", "found"})
+VERDICT_KEYS = _VERDICT_KEYS
+"""The keys of a verdict's map (:meth:`Verdict.from_dict`)."""
 _OPENING_KEYS = frozenset({"i", "occ", "salt"})
 
 
@@ -161,7 +163,7 @@ class Verdict:
         if not isinstance(results, list) or not isinstance(sunk, list):
             raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, "results and sunk are lists")
         if cls is Verdict and not sunk:
-            plain = _plain_results(results)
+            plain = plain_results(results)
             if plain is not None:
                 return new_verdict(n, plain, total, (), found)
         parsed = tuple(map(CellResult.from_dict, results))
@@ -171,7 +173,7 @@ class Verdict:
         return cls(n, parsed, total, claims, found)
 
 
-def _plain_results(results: list[Any]) -> tuple[CellResult, ...] | None:
+def plain_results(results: list[Any]) -> tuple[CellResult, ...] | None:
     """``tuple(map(CellResult.from_dict, results))`` for results in the form every decoder gives
     (exact types, no ship shown), in one frame; ``None`` for any other form, which the general
     parse then judges (and refuses with its own error)."""

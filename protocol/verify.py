@@ -11,16 +11,24 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgpack
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from .commit import check_seat
 from .errors import ErrorCode, ProtocolError
 from .game import Game, Phase
-from .inputs import input_from_entry
 from .match import Match
-from .record import RECORD_VERSION, ROLES, RecordError, _pack, record_head, signed_outcome
-from .rules import BadRules, rules_from_dict
+from .record import (
+    RECORD_VERSION,
+    ROLES,
+    RecordError,
+    _is_canonical,
+    _pack,
+    record_head,
+    signed_outcome,
+)
+from .rules import BadRules, RuleSet, rules_from_dict
 
 __all__ = ["REASONS", "GameSummary", "VerifyReport", "verify_record"]
 
@@ -211,6 +219,25 @@ def _check_signatures(
     return out
 
 
+# Rule sets built from records, by the canonical bytes of their map: records of one server share
+# a few rule sets, and building one (with its checks) costs a tenth of a game's replay. Only maps
+# of exact plain types are kept: their bytes then say everything rules_from_dict() reads.
+_RULES: dict[bytes, RuleSet] = {}
+
+
+def _rules_of(d: Any) -> RuleSet:
+    if type(d) is not dict or not _is_canonical(d):
+        return rules_from_dict(d)
+    key: bytes = msgpack.packb(d, use_bin_type=True)
+    rules = _RULES.get(key)
+    if rules is None:
+        rules = rules_from_dict(d)
+        if len(_RULES) >= 32:
+            _RULES.clear()
+        _RULES[key] = rules
+    return rules
+
+
 def _same(a: Any, b: Any) -> bool:
     # Python equates True with 1; the canonical bytes (and so the signatures) do not.
     return _pack(a) == _pack(b)
@@ -249,11 +276,10 @@ def _replay_game(
         summary.ok, summary.reason = False, problems[-1]
         return summary, False
     logged = g.transcript if g.plain_log is None else g.plain_log
-    rules = m.rules
     ended = 0
     for j, entry in enumerate(gd["transcript"], 1):
         try:
-            g.feed(input_from_entry(entry, rules))
+            g.replay(entry)
             # The game logs exactly what it accepted: anything else in the record is not what
             # the referee's game saw, even when it parses to the same input.
             if logged[-1] != entry:
@@ -338,7 +364,7 @@ def verify_record(signed: Any, *, referee_key: bytes | None = None) -> VerifyRep
         problems.append(f"untrusted_referee: the record names {named}, not {referee_key.hex()}")
     games: list[GameSummary] = []
     try:
-        rules = rules_from_dict(rec["rules"])
+        rules = _rules_of(rec["rules"])
     except BadRules as e:
         problems.append(f"bad_rules: {e.detail}")
     else:
