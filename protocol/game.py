@@ -51,6 +51,7 @@ from .inputs import (
     ShotCalled,
     ShotLost,
     VerdictGiven,
+    canonical_cells,
     input_from_entry,
     new_shot_called,
     new_verdict_given,
@@ -88,6 +89,7 @@ _LEADS: dict[tuple[Phase, str], frozenset[Phase]] = {
 _SETUP, _FIRING, _ANSWER, _REVEAL = Phase.SETUP, Phase.FIRING, Phase.ANSWER, Phase.REVEAL
 _MISS, _SUNK, _SINGLE = Result.MISS, Result.SUNK, ShotMode.SINGLE
 _ANSWER_ENTRY = frozenset({"in", "seat", "verdict"})
+_FIRE_ENTRY = frozenset({"in", "seat", "member", "cells"})
 
 
 class Game:
@@ -192,11 +194,48 @@ class Game:
         here do not pass, goes the general way, which judges it afresh: refused, or ending the
         game, exactly as it would have been.
         """
-        if type(entry) is dict and entry.get("in") == "answer" and entry.keys() == _ANSWER_ENTRY:
-            events = self._replay_answer(entry)
+        if type(entry) is dict:
+            kind = entry.get("in")
+            events = None
+            if kind == "answer" and entry.keys() == _ANSWER_ENTRY:
+                events = self._replay_answer(entry)
+            elif kind == "fire" and entry.keys() == _FIRE_ENTRY:
+                events = self._replay_fire(entry)
             if events is not None:
                 return events
         return self.feed(input_from_entry(entry, self.rules))
+
+    def _replay_fire(self, e: dict[str, Any]) -> list[GameEvent] | None:
+        """:meth:`replay` of a single shot, or ``None`` (nothing changed) to go the general way.
+
+        The checks of that way for a single shot at a cell not fired at, before anything changes:
+        the entry's form (:func:`.inputs.input_from_entry`: a canonical label, so that ``entry``
+        is the map :meth:`.inputs.Fire.entry` writes), the phase, :meth:`_check_mover` and
+        :meth:`_fire`'s.
+        """
+        seat, member, cells = e["seat"], e["member"], e["cells"]
+        if self.phase is not _FIRING or type(e["in"]) is not str:
+            return None
+        if type(seat) is not int or type(member) is not int or seat != self.turn:
+            return None
+        r = self.rules
+        if not 0 <= member < r.team_size or r.shots is not _SINGLE:
+            return None
+        if type(cells) is not list or len(cells) != 1 or type(cells[0]) is not str:
+            return None
+        cell = canonical_cells(r.rows, r.cols).get(cells[0])
+        if cell is None:
+            return None
+        target = self.boards[1 - seat]
+        i = cell.row * r.cols + cell.col
+        if i in target.fired or i in target.crossed:
+            return None  # a repeat or a crossed-out cell: refused or wasted the general way
+        self.expiries[seat] = 0
+        self.transcript.append(e)
+        shot = new_shot(self._shot_count + 1, seat, (cell,))
+        self.pending = shot
+        self.phase = _ANSWER
+        return [new_shot_called(shot)]
 
     def _replay_answer(self, e: dict[str, Any]) -> list[GameEvent] | None:
         """:meth:`replay` of an answer entry, or ``None`` (nothing changed) to go the general way.

@@ -74,7 +74,7 @@ _cell = functools.lru_cache(maxsize=4096)(parse_cell)
 
 
 @functools.lru_cache(maxsize=64)
-def _canonical_cells(rows: int, cols: int) -> dict[str, Cell]:
+def canonical_cells(rows: int, cols: int) -> dict[str, Cell]:
     """Label -> cell for every cell of the grid, by its canonical label (:meth:`Cell.label`)."""
     return {c.label(): c for c in (Cell(r, k) for r in range(rows) for k in range(cols))}
 
@@ -292,7 +292,7 @@ def input_from_entry(e: Any, rules: RuleSet) -> GameInput:
         if type(cells) is list and len(cells) == 1 and type(cells[0]) is str:
             # A label in its canonical form (what every client sends) is the one entry() writes:
             # the entry itself is then what the game logs.
-            cell = _canonical_cells(rules.rows, rules.cols).get(cells[0])
+            cell = canonical_cells(rules.rows, rules.cols).get(cells[0])
             if cell is not None:
                 return new_fire(seat, member, (cell,), e)
             return new_fire(seat, member, (_cell(cells[0], rules.rows, rules.cols),))
