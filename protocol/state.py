@@ -167,6 +167,25 @@ class Board:
         r = self.rules
         cols = r.cols
         fired = self.fired
+        results = v.results
+        if (
+            len(results) == 1
+            and len(cells) == 1
+            and v.total is None
+            and not v.sunk
+            and not r.crossed_out
+            and not self.crossed
+        ):
+            # A single shot that sinks nothing, under rules that cross nothing out: nearly every
+            # verdict. What the general way below does for it, without its lists and loops.
+            res = results[0]
+            if res.sunk is None:
+                c, result = cells[0], res.result
+                fired[c.row * cols + c.col] = result
+                if result is _MISS:
+                    return False
+                self.hits += 1
+                return True
         sinkings: list[tuple[Cell | None, SunkClaim]] = []
         if v.total is not None:
             for c in cells:
@@ -176,7 +195,6 @@ class Board:
         else:
             # check_shape() made sure: one result per called cell, in call order.
             any_hit = False
-            results = v.results
             if len(results) != len(cells):
                 raise ValueError("one result per called cell")  # zip(..., strict=True)'s check
             # By index rather than zip(..., strict=True), whose keyword doubles its cost.

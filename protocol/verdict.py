@@ -284,10 +284,15 @@ def true_answer(
         found = any(occupancy[c.index(rules.cols)] for c in radar_cells(rules, shot.cells[0]))
         return [], found
     cols = rules.cols
+    cells = shot.cells
+    if len(cells) == 1:
+        c = cells[0]
+        if not occupancy[c.row * cols + c.col]:
+            return [_MISS_CELL], None  # a single shot in the water: most shots of a game
     named = rules.sunk is not _SILENT
     hits: set[int] | None = None  # hit_before and this shot's hits, copied at the first hit
     out = []
-    for c in shot.cells:
+    for c in cells:
         i = c.row * cols + c.col  # c.index(cols), inline: every shot of a game, at each reveal
         o = occupancy[i]
         if not o:
