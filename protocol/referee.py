@@ -190,8 +190,7 @@ class Referee:
         if teams is not None and (
             len(teams) != 2
             or any(
-                len(t) != rules.team_size or t[0] != p
-                for t, p in zip(teams, players, strict=True)
+                len(t) != rules.team_size or t[0] != p for t, p in zip(teams, players, strict=True)
             )
         ):
             raise ValueError("teams: team_size members a seat, the seat's player first")
@@ -566,9 +565,7 @@ class Referee:
         fleet = Fleet.from_list(list(msg.fleet))
         return Defender(Committed(self.rules, fleet, msg.secret, self.match_id, g.number, seat))
 
-    def _accepted(
-        self, g: Game, inp: GameInput, events: list[GameEvent], *, act: bool
-    ) -> None:
+    def _accepted(self, g: Game, inp: GameInput, events: list[GameEvent], *, act: bool) -> None:
         """Announce what ``inp`` caused; with ``act``, answer and reveal for custody seats."""
         self.accepted.append(inp)
         if type(inp) is SetFirst and self._announced != g.number:
