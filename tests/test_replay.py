@@ -64,7 +64,11 @@ def honest(rules: RuleSet, seed: int) -> list[dict[str, Any]]:
 
 
 def state(g: Game) -> Any:
-    return (g.view(), list(g.transcript), g.shots, g.outcome, g.provisional, g.pending)
+    """Everything the game holds, so that a field the one-step path forgets to set shows (the
+    boards by their slots, which have no equality of their own)."""
+    held = {k: v for k, v in vars(g).items() if k not in ("boards", "transcript")}
+    boards = [{k: getattr(b, k) for k in type(b).__slots__} for b in g.boards]
+    return (held, boards, list(g.transcript), g.view(), g.shots)
 
 
 def step(g: Game, entry: Any, fast: bool) -> Any:
