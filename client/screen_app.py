@@ -137,7 +137,7 @@ class ScreenApp(App[None]):
     .board { width: auto; height: auto; }
     .board:focus { background: $boost; }
     .info { width: auto; height: auto; }
-    #log { height: 1fr; min-height: 3; max-height: 8; padding: 0 1; scrollbar-size: 1 1; }
+    #log { height: 1fr; min-height: 3; padding: 0 1; scrollbar-size: 1 1; }
     #message { height: 1; padding: 0 1; }
     #hint { height: 1; padding: 0 1; color: $text-muted; }
     #promptrow { height: 1; padding: 0 1; }
