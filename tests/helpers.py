@@ -26,6 +26,7 @@ from seabattle.protocol import messages as m
 from seabattle.protocol.commit import Committed
 from seabattle.protocol.errors import ErrorCode
 from seabattle.protocol.fleet import Fleet, random_fleet
+from seabattle.protocol.game import Game, Phase
 from seabattle.protocol.grid import Cell, parse_cell
 from seabattle.protocol.rules import RuleSet, rules_from_dict
 from seabattle.protocol.session import Connection, Role, auth_payload
@@ -229,9 +230,7 @@ class Bot:
         p = view["pending"]
         if view["phase"] == "answer" and p["seat"] != self.seat and self.mode == "blind":
             await self.answer(
-                m.ShotCalled(
-                    self.match, self.game, p["n"], p["seat"], 0, p["cells"], False
-                )
+                m.ShotCalled(self.match, self.game, p["n"], p["seat"], 0, p["cells"], False)
             )
         elif view["phase"] == "firing" and view["turn"] == self.seat:
             await self.fire()
@@ -484,3 +483,25 @@ async def quick_pair(
         n.start_soon(q, 0, a)
         n.start_soon(q, 1, b)
     return handles
+
+
+def fire_honestly(g: Game, defenders: list[Defender], rng: random.Random, stop_at: int = 0) -> bool:
+    """Both seats of ``g`` fire at random open cells (a radar scan now and then, where the rules
+    have one) and answer honestly, until the firing ends; ``False`` if it stopped at ``stop_at``
+    shots instead (0: never)."""
+    rules = g.rules
+    while g.phase is Phase.FIRING:
+        if stop_at and len(g.shots) == stop_at:
+            return False
+        s = g.turn
+        assert s is not None
+        b, cols = g.boards[1 - s], rules.cols
+        if rules.radar and not b.radar_used and rng.random() < 0.1:
+            shot = g.radar(s, Cell(rng.randrange(rules.rows - 1), 0), g.caller(s))[0].shot
+        else:
+            open_ = [i for i in range(rules.cells) if i not in b.fired and i not in b.crossed]
+            cells = [Cell(i // cols, i % cols) for i in rng.sample(open_, g.shot_count(s))]
+            shot = g.fire(s, cells, g.caller(s))[0].shot
+        assert shot is not None
+        g.answer(1 - s, defenders[1 - s].answer(shot))
+    return True

@@ -15,12 +15,11 @@ from typing import Any
 import msgpack
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from helpers import fire_honestly
 from seabattle.protocol.canonical import canonical_pack
 from seabattle.protocol.commit import Committed
 from seabattle.protocol.errors import ErrorCode
 from seabattle.protocol.fleet import random_fleet
-from seabattle.protocol.game import Phase
-from seabattle.protocol.grid import Cell
 from seabattle.protocol.match import Match
 from seabattle.protocol.record import (
     RecordError,
@@ -59,22 +58,8 @@ def play(m: Match, rng: random.Random, games: int | None = None, stop_at: int = 
             )
             ds.append(Defender(c))
             g.commit(seat, c.commitment, c.seat_sig((SEAT0, SEAT1)[seat]))
-        while g.phase is Phase.FIRING:
-            if stop_at and len(g.shots) == stop_at:
-                return m
-            s = g.turn
-            assert s is not None
-            b, cols = g.boards[1 - s], rules.cols
-            if rules.radar and not b.radar_used and rng.random() < 0.1:
-                shot = g.radar(s, Cell(rng.randrange(rules.rows - 1), 0), g.caller(s))[0].shot
-                assert shot is not None
-                g.answer(1 - s, ds[1 - s].answer(shot))
-                continue
-            open_ = [i for i in range(rules.cells) if i not in b.fired and i not in b.crossed]
-            cells = [Cell(i // cols, i % cols) for i in rng.sample(open_, g.shot_count(s))]
-            shot = g.fire(s, cells, g.caller(s))[0].shot
-            assert shot is not None
-            g.answer(1 - s, ds[1 - s].answer(shot))
+        if not fire_honestly(g, ds, rng, stop_at):
+            return m
         for seat in (0, 1):
             g.reveal(seat, ds[seat].committed.reveal())
         m.game_over()

@@ -13,11 +13,11 @@ import random
 from typing import Any
 
 import pytest
+from helpers import fire_honestly
 from seabattle.protocol.commit import Committed
 from seabattle.protocol.errors import ProtocolError
 from seabattle.protocol.fleet import random_fleet
 from seabattle.protocol.game import Game, Phase
-from seabattle.protocol.grid import Cell
 from seabattle.protocol.inputs import input_from_entry
 from seabattle.protocol.rules import RuleSet, SalvoReport, ShotMode, SunkReport, preset
 from seabattle.protocol.verdict import Defender
@@ -46,18 +46,7 @@ def honest(rules: RuleSet, seed: int) -> list[dict[str, Any]]:
         ds.append(Defender(c))
         g.commit(seat, c.commitment)
     g.set_first(rng.randrange(2))
-    while g.phase is Phase.FIRING:
-        s = g.turn
-        assert s is not None
-        b, cols = g.boards[1 - s], rules.cols
-        if rules.radar and not b.radar_used and rng.random() < 0.1:
-            shot = g.radar(s, Cell(rng.randrange(rules.rows - 1), 0), g.caller(s))[0].shot
-        else:
-            free = [i for i in range(rules.cells) if i not in b.fired and i not in b.crossed]
-            cells = [Cell(i // cols, i % cols) for i in rng.sample(free, g.shot_count(s))]
-            shot = g.fire(s, cells, g.caller(s))[0].shot
-        assert shot is not None
-        g.answer(1 - s, ds[1 - s].answer(shot))
+    fire_honestly(g, ds, rng)
     for seat in (0, 1):
         g.reveal(seat, ds[seat].committed.reveal())
     return list(g.transcript)
