@@ -180,6 +180,16 @@ def postgres_db(postgres_url: str) -> Iterator[str]:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Either store a test's server may keep: a SQLite file, or a fresh PostgreSQL database (its
+    URL); a test taking ``db`` runs once on each."""
+    if request.param == "sqlite":
+        return str(tmp_path / "s.db")
+    url: str = request.getfixturevalue("postgres_db")
+    return url
+
+
 @pytest.fixture
 def autojump_clock() -> trio.testing.MockClock:
     """Virtual time that jumps once the run loop has been idle for 20 ms of real time.

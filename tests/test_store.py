@@ -56,15 +56,6 @@ async def played(store: Store, n: int, a: str, b: str) -> str:
     return match_id
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """Where the test's store lives: a SQLite file, or a fresh PostgreSQL database (its URL)."""
-    if request.param == "sqlite":
-        return str(tmp_path / "s.db")
-    url: str = request.getfixturevalue("postgres_db")
-    return url
-
-
 @contextmanager
 def raw(db: str) -> Iterator[tuple[Connection, Dialect]]:
     """A plain connection to the store's database (each statement commits), and its dialect."""

@@ -43,15 +43,6 @@ async def _play(match: api.MatchHandle, seed: int) -> api.BotResult:
     return await api.play_match(match, make_strategy("random"), random.Random(seed))
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """Either store the workers may share: a SQLite file, or a fresh PostgreSQL database."""
-    if request.param == "sqlite":
-        return str(tmp_path / "db")
-    url: str = request.getfixturevalue("postgres_db")
-    return url
-
-
 async def test_two_workers_share_the_port_and_the_store(tmp_path: Path, db: str) -> None:
     proc, status = await trio.to_thread.run_sync(_start, tmp_path, "--db", db, "--workers", "2")
     try:
