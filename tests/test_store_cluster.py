@@ -11,9 +11,7 @@ from __future__ import annotations
 import pytest
 import trio
 from seabattle.server.store import Store, StoreError
-from test_store import ALICE, BOB, CAROL, NOW, RULES, db, seed
-
-__all__ = ["db"]  # the backend fixture, parametrised over SQLite and PostgreSQL
+from test_store import ALICE, BOB, CAROL, NOW, RULES, seed
 
 KEY, OTHER_KEY = b"k" * 32, b"o" * 32
 DIGEST = b"d" * 32
