@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -45,16 +46,51 @@ async def _read_exact(stream: trio.abc.ReceiveStream, n: int) -> bytes:
     return buf
 
 
-async def _forward(src: trio.abc.Stream, dst: trio.abc.Stream, *, copy: bool = False) -> None:
+class _Rows:
+    """The durable baselines' journal: each read stored as one row, as the server's journal
+    stores an input that comes alone (:class:`~seabattle.server.journal.DirectWriter`, the same
+    SQLite settings), before it is forwarded."""
+
+    def __init__(self, path: Path) -> None:
+        from seabattle.server.journal import DirectWriter
+
+        with contextlib.closing(sqlite3.connect(path)) as conn:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("CREATE TABLE journal_log (match_id TEXT, n INTEGER, entry BLOB)")
+        self.path = path
+        self.writer = DirectWriter(str(path))
+        self.n = 0
+
+    def store(self, data: bytes) -> None:
+        """Store ``data`` (this is the database's only writer: it is never busy)."""
+        self.n += 1
+        if not self.writer.write([("relay", self.n, data)]):
+            raise RuntimeError(f"the baseline could not store a row in {self.path}")
+
+    async def checkpoint(self) -> None:
+        """Checkpoint the WAL once a second in a worker thread, as the store's connection does."""
+        with contextlib.closing(sqlite3.connect(self.path, check_same_thread=False)) as conn:
+            while True:
+                await trio.sleep(1.0)
+                await trio.to_thread.run_sync(conn.execute, "PRAGMA wal_checkpoint(PASSIVE)")
+
+
+async def _forward(
+    src: trio.abc.Stream, dst: trio.abc.Stream, *, copy: bool = False, rows: _Rows | None = None
+) -> None:
     """Send whatever ``src`` receives to ``dst`` until ``src`` ends, with the server's own I/O
     (:mod:`seabattle.common.netio`: direct reads and writes on a plain socket), so that the
     baseline differs from the server by the game alone; ``copy``: back to ``src`` as well, as
-    the server gives a player its own shot and the verdict on its own answer."""
+    the server gives a player its own shot and the verdict on its own answer; ``rows``: each
+    read stored first, as the journal stores each input before anything it causes is sent."""
     rsock, wsock = direct(src), direct(dst)
     while True:
         data = await rsock.receive() if rsock is not None else await src.receive_some(65536)
         if not data:
             return
+        if rows is not None:
+            data = bytes(data)
+            rows.store(data)
         if copy:
             data = bytes(data)  # a view of the shared buffer lasts only until the first await
             await _send(dst, wsock, data)
@@ -81,24 +117,31 @@ async def bare_server(
     host: str = "127.0.0.1",
     port: int = 0,
     *,
+    db: Path | None = None,
     task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """The baseline: ``relay`` pairs connections by token and forwards bytes; ``echo`` echoes;
     ``relay-copies`` is the relay that also sends each connection a copy of what it sent (the
-    server's four writes per blind shot, not the relay's two).
+    server's four writes per blind shot, not the relay's two). A ``+journal`` kind
+    (``relay-copies+journal``, ``echo+journal``) also stores each read in the SQLite file ``db``
+    before it goes on: the journal's cost, without the game.
 
     Every connection first sends a 16-byte pairing token and waits for one byte (``go``). Then the
     relay forwards whatever a connection sends to its partner, the echo sends it back: the same
     sockets and reads and writes as a server, and no game.
     """
     waiting: dict[bytes, tuple[trio.abc.Stream, trio.Event, list[trio.abc.Stream]]] = {}
+    kind, durable = kind.removesuffix("+journal"), kind.endswith("+journal")
+    if durable and db is None:
+        raise ValueError(f"a {kind}+journal baseline needs its database file")
+    rows = _Rows(db) if durable and db is not None else None
 
     async def handle(stream: trio.abc.Stream) -> None:
         with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
             token = await _read_exact(stream, _TOKEN)
             if kind == "echo":
                 await stream.send_all(b"\x01")
-                await _forward(stream, stream)
+                await _forward(stream, stream, rows=rows)
                 return
             first = waiting.pop(token, None)
             if first is None:
@@ -119,12 +162,14 @@ async def bare_server(
                 box.append(stream)
                 ready.set()
             try:
-                await _forward(stream, peer, copy=kind == "relay-copies")
+                await _forward(stream, peer, copy=kind == "relay-copies", rows=rows)
             finally:
                 await trio.aclose_forcefully(peer)
 
     listeners = await trio.open_tcp_listeners(port, host=host)
     async with trio.open_nursery() as nursery:
+        if rows is not None:
+            nursery.start_soon(rows.checkpoint)
         await nursery.start(trio.serve_listeners, handle, listeners)
         addr = listeners[0].socket.getsockname()[:2]
         task_status.started((addr[0], addr[1]))
@@ -197,7 +242,9 @@ def _child_main(argv: list[str]) -> None:
                         )
                     )
                 else:
-                    addr = await nursery.start(bare_server, kind)
+                    addr = await nursery.start(
+                        partial(bare_server, kind, db=workdir / "baseline.sqlite")
+                    )
                 print(
                     json.dumps({"listening": f"{addr[0]}:{addr[1]}", "pid": os.getpid()}),
                     flush=True,

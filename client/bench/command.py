@@ -110,6 +110,12 @@ QUICK = (
     help="The blind baseline also copies each frame back to its sender: as many writes per shot"
     " as the server (4, the relay's 2).",
 )
+@click.option(
+    "--durable",
+    is_flag=True,
+    help="The baselines also store each frame in SQLite before sending it on, as the journal"
+    " does (the blind one copies too): the least a server that loses no move could cost.",
+)
 def bench(
     server: str | None,
     server_pid: int | None,
@@ -129,6 +135,7 @@ def bench(
     workers: int,
     db: str | None,
     copies: bool,
+    durable: bool,
 ) -> None:
     """Load-test a server with bot matches; every figure also as a ratio to a bare trio baseline."""
     if rules not in PRESETS:
@@ -156,6 +163,7 @@ def bench(
         console=Console(stderr=True),
         workers=workers,
         copies=copies,
+        durable=durable,
     )
     if as_json:
         click.echo(json.dumps(_strip(report), indent=2))

@@ -288,11 +288,15 @@ def run_bench(
     verify_records: int = 20,
     workers: int = 1,
     copies: bool = False,
+    durable: bool = False,
 ) -> dict[str, Any]:
     """Run every scenario ``repeat`` times against the target and the baseline; the report.
     ``workers`` > 1: the started server is ``seabattle serve --workers`` (not pinned: its
     workers share the machine's cores with the generator). ``copies``: the blind baseline is
-    the relay that also copies each frame back to its sender (as many writes as the server)."""
+    the relay that also copies each frame back to its sender (as many writes as the server).
+    ``durable``: the baselines also store each frame in SQLite before it goes on, as the
+    journal does (the blind one with the copies too): the least a durable server could cost."""
+    copies = copies or durable
     rules = rules or preset("classic")
     if rules.shots is not ShotMode.SINGLE or rules.radar or rules.team_size != 1:
         raise click.ClickException("the bench plays single-shot rules without radar or teams")
@@ -325,7 +329,10 @@ def run_bench(
                     kinds: list[str] = ["server"]
                     if baseline:
                         blind = "relay-copies" if copies else "relay"
-                        kinds.append(blind if sc.mode == "blind" else "echo")
+                        kinds.append(
+                            (blind if sc.mode == "blind" else "echo")
+                            + ("+journal" if durable else "")
+                        )
                     for kind in kinds:
                         work = Path(tmp) / f"{n_sc}-{rep}-{kind}"
                         work.mkdir()
@@ -410,6 +417,7 @@ def run_bench(
         else "self-started server" + (f", {workers} workers" if workers > 1 else ""),
         "pinned": pin and workers == 1,
         "baseline_copies": copies,
+        "baseline_journal": durable,
         "scenarios": results,
         "verify": verify,
         "bars": judge(results, verify),

@@ -107,6 +107,8 @@ def print_report(report: dict[str, Any], console: Console) -> None:
         base_kind = "bare relay" if sc["mode"] == "blind" else "bare echo"
         if sc["mode"] == "blind" and report.get("baseline_copies"):
             base_kind += " + copies"
+        if report.get("baseline_journal"):
+            base_kind += " + journal"
         t = Table(
             title=f"{sc['label']} (median of {sc['repeat']}; {sc['target']['connections']} "
             f"connections, {sc['target']['shots']:.0f} shots measured)",
