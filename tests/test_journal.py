@@ -57,34 +57,6 @@ async def test_rows_queued_in_one_pass_are_one_transaction_released_in_order(
         assert await store.journal(MID.hex()) == [entry("tick", float(n)) for n in range(3)]
 
 
-async def test_a_row_alone_is_stored_at_once_and_rows_close_together_share_a_batch(
-    tmp_path: Path, nursery: trio.Nursery, autojump_clock: trio.abc.Clock
-) -> None:
-    # Human pace: an input alone is stored and its sends released before append returns.
-    db = tmp_path / "db.sqlite"
-    async with Store.open(db) as store:
-        await _seed(store)
-        journal = Journal(store, direct=DirectWriter(str(db)))
-        await nursery.start(journal.run)
-        released: list[int] = []
-        journal.append((MID.hex(), 0, entry("tick", 0.0)), lambda: released.append(0))
-        assert released == [0] and journal.idle
-        assert _in_table(db, "journal_log") == [(MID.hex(), 0)]
-        # Rows right behind it (bot speed) wait for the writer and share one transaction.
-        for n in (1, 2):
-            journal.append((MID.hex(), n, entry("tick", float(n))), lambda n=n: released.append(n))
-        assert released == [0]
-        while not journal.idle:
-            await trio.sleep(0.001)
-        assert released == [0, 1, 2]
-        assert (journal.batches, journal.rows) == (2, 3)
-        # Later, alone again: at once.
-        await trio.sleep(journal.alone_after)
-        journal.append((MID.hex(), 3, entry("tick", 3.0)), lambda: released.append(3))
-        assert released == [0, 1, 2, 3]
-        assert await store.journal(MID.hex()) == [entry("tick", float(n)) for n in range(4)]
-
-
 async def test_what_cannot_be_stored_is_never_released(
     tmp_path: Path, nursery: trio.Nursery
 ) -> None:
