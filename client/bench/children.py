@@ -47,9 +47,9 @@ async def _read_exact(stream: trio.abc.ReceiveStream, n: int) -> bytes:
 
 
 class _Rows:
-    """The durable baselines' journal: each read stored as one row, as the server's journal
-    stores an input that comes alone (:class:`~seabattle.server.journal.DirectWriter`, the same
-    SQLite settings), before it is forwarded."""
+    """The durable baselines' journal: each read stored as one row before it is forwarded, in a
+    transaction of its own, as the server's journal stores a human-paced input (a batch of one,
+    :class:`~seabattle.server.journal.DirectWriter`, the same SQLite settings)."""
 
     def __init__(self, path: Path) -> None:
         from seabattle.server.journal import DirectWriter
