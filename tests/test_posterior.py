@@ -99,6 +99,17 @@ def feed(rules: RuleSet, view: TargetView, fleet: Fleet, shots: list[tuple[Cell,
                 view.sunk(c, ship, shown)
 
 
+def long_run(view: TargetView, rng: random.Random, calls: int) -> list[float]:
+    """The mean of ``calls`` estimates of one sampler's chain on ``view``."""
+    sampler = Sampler()
+    mean = [0.0] * view.rules.cells
+    for _ in range(calls):
+        est = sampler.estimate(view, rng)
+        assert est is not None
+        mean = [m + e / calls for m, e in zip(mean, est.marginals, strict=True)]
+    return mean
+
+
 CASES = [
     (small(True, SunkReport.NAMED), "C3 C4 A1 B2 D4"),
     (small(False, SunkReport.NAMED), "C3 D3 C2 C4 C5 A1"),
@@ -128,12 +139,7 @@ def test_the_estimate_is_the_share_of_consistent_fleets_that_hold_each_cell(
     ]
     view = TargetView(rules)
     feed(rules, view, truth, shots)
-    sampler, rng, calls = Sampler(), random.Random(1), 40
-    mean = [0.0] * rules.cells
-    for _ in range(calls):
-        est = sampler.estimate(view, rng)
-        assert est is not None
-        mean = [m + e / calls for m, e in zip(mean, est.marginals, strict=True)]
+    mean = long_run(view, random.Random(1), 40)
     for i in range(rules.cells):
         if view._state[i].value == "unknown":
             assert mean[i] == pytest.approx(exact[i], abs=0.04), (i, len(consistent))
@@ -187,12 +193,7 @@ def test_one_estimate_where_ships_may_not_touch_is_more_than_noise() -> None:
     # cells came out 0.13 off a long run's estimate on the empty board; 0.09 with the floor).
     rules = preset("russian")
     view = TargetView(rules)
-    long, rng, calls = Sampler(), random.Random(3), 30
-    ref = [0.0] * rules.cells
-    for _ in range(calls):
-        est = long.estimate(view, rng)
-        assert est is not None
-        ref = [r + e / calls for r, e in zip(ref, est.marginals, strict=True)]
+    ref = long_run(view, random.Random(3), 30)
     errors = []
     for seed in range(5):
         sampler = Sampler()

@@ -131,10 +131,12 @@ async def bare_server(
     sockets and reads and writes as a server, and no game.
     """
     waiting: dict[bytes, tuple[trio.abc.Stream, trio.Event, list[trio.abc.Stream]]] = {}
-    kind, durable = kind.removesuffix("+journal"), kind.endswith("+journal")
-    if durable and db is None:
-        raise ValueError(f"a {kind}+journal baseline needs its database file")
-    rows = _Rows(db) if durable and db is not None else None
+    rows: _Rows | None = None
+    if kind.endswith("+journal"):
+        kind = kind.removesuffix("+journal")
+        if db is None:
+            raise ValueError(f"a {kind}+journal baseline needs its database file")
+        rows = _Rows(db)
 
     async def handle(stream: trio.abc.Stream) -> None:
         with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
