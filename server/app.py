@@ -37,6 +37,7 @@ from seabattle.common.keys import load_or_create_key
 from .cluster import Cluster, ClusterConfig
 from .config import Limits
 from .journal import Clock, DirectWriter, Journal
+from .journal_file import SUFFIX, FileLog, LogBusy
 from .lobby import Lobby
 from .logs import configure_logging
 from .metrics import Metrics, serve_metrics
@@ -59,6 +60,21 @@ def _peer_name(stream: trio.abc.Stream) -> str:
         return f"{host}:{port}"
     except Exception:
         return "?"
+
+
+def _journal_writer(path: str, joins: bool) -> DirectWriter | FileLog | None:
+    """How the journal's rows leave the event loop: a file of this server's own beside a SQLite
+    database (journal_file), its own SQLite connection when the file is not this server's alone
+    (nodes of a cluster take up each other's matches from the database; another server holds
+    the file), the store's worker thread otherwise (PostgreSQL, memory)."""
+    if path == ":memory:" or "://" in path:
+        return None
+    if not joins:
+        try:
+            return FileLog(path + SUFFIX)
+        except LogBusy as err:
+            _log.warning("journal: %s; writing the database instead", err)
+    return DirectWriter(path)
 
 
 async def serve(
@@ -112,11 +128,12 @@ async def serve(
     ):
         timers = Heartbeat()
         journal = None
+        path = os.fspath(db_path)
+        joins = reuse_port or (cluster if cluster is not None else _is_postgres(path))
         if limits.journal:
-            path = os.fspath(db_path)
-            # A SQLite file takes the journal's rows from the event loop (journal.DirectWriter).
-            direct = None if path == ":memory:" or "://" in path else DirectWriter(path)
-            journal = Journal(store, window=limits.journal_window, direct=direct)
+            journal = Journal(
+                store, window=limits.journal_window, direct=_journal_writer(path, joins)
+            )
             await outer.start(journal.run)
         lobby = Lobby(store, key, matches, limits, stats, timers=timers, journal=journal, node=node)
         # Bound before the node registers (the address is in its tickets), accepting only once
@@ -132,7 +149,7 @@ async def serve(
         mine = _first_socket(listeners[1:]).getsockname()[:2] if reuse_port else addr
         if own is not None:
             own.append((mine[0], mine[1]))
-        if reuse_port or (cluster if cluster is not None else _is_postgres(os.fspath(db_path))):
+        if joins:
             config = cluster_config or ClusterConfig(node)
             if config.node != node:
                 raise ValueError(f"cluster_config is node {config.node!r}'s, not {node!r}'s")

@@ -49,6 +49,8 @@ import trio
 from seabattle.protocol import messages as m
 from seabattle.protocol.referee import Referee
 
+from .journal_file import FileLog
+
 __all__ = [
     "ONE_STATEMENT",
     "Clock",
@@ -75,6 +77,9 @@ class RowStore(Protocol):
 
     async def compact_journal(self) -> bool:
         """Move some of the oldest stored rows to where they are kept; whether any are left."""
+
+    async def import_journal_file(self, path: str) -> tuple[int, list[str]]:
+        """Move a sealed journal file's rows into the store and remove it (rows, problems)."""
 
 
 class Clock:
@@ -229,11 +234,12 @@ class Journal:
         store: RowStore,
         *,
         window: float = 0.0,
-        direct: DirectWriter | None = None,
+        direct: DirectWriter | FileLog | None = None,
         compact_every: int = 8192,
     ) -> None:
-        """A journal writing to ``store``; ``direct``: the fast way for a SQLite store (closed
-        when :meth:`run` ends); ``compact_every``: rows written between compactions."""
+        """A journal writing to ``store``; ``direct``: the fast way for a SQLite store, its own
+        connection or a file (closed when :meth:`run` ends); ``compact_every``: rows written
+        between compactions (a file: between moves of its rows into the store)."""
         self.store = store
         self.window = window
         self.direct = direct
@@ -268,7 +274,15 @@ class Journal:
         return not self._queue
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Write batches until cancelled; what is queued when cancelled is written first."""
+        """Write batches until cancelled; what is queued when cancelled is written first.
+        With a file, what an earlier server left in it is in the store before this reports
+        that it has started (a restart replays the store)."""
+        if isinstance(self.direct, FileLog):
+            try:
+                await self._move_file(self.direct, until_empty=True, check=True)
+            except BaseException:
+                self.direct.close()
+                raise
         task_status.started()
         try:
             async with trio.open_nursery() as nursery:
@@ -284,7 +298,7 @@ class Journal:
         finally:
             with trio.CancelScope(shield=True):
                 await self._flush()
-                await self._compact_all()
+                await self._compact_all(stopping=True)
             if self.direct is not None:
                 self.direct.close()
 
@@ -294,14 +308,29 @@ class Journal:
             self._compact = trio.Event()
             await self._compact_all()
 
-    async def _compact_all(self) -> None:
+    async def _compact_all(self, stopping: bool = False) -> None:
         """Have the store move what the log holds, a chunk per transaction (it is not needed for
-        anything but to keep the log short: a failure is logged, and the next one tries again)."""
+        anything but to keep the log short: a failure is logged, and the next one tries again);
+        ``stopping``: all of a file's rows, not only those written before this call."""
         try:
+            if isinstance(self.direct, FileLog):
+                await self._move_file(self.direct, until_empty=stopping)
             while await self.store.compact_journal():
                 pass
         except Exception:
             _log.exception("journal compaction failed")
+
+    async def _move_file(self, log: FileLog, *, until_empty: bool, check: bool = False) -> None:
+        """Seal the file and have the store move the sealed rows (again, ``until_empty``, while
+        rows keep coming); ``check``: what an earlier server left, said if it was damaged."""
+        while log.seal():
+            rows, problems = await self.store.import_journal_file(log.sealed)
+            for problem in problems:
+                _log.warning("journal file %s: %s", log.sealed, problem)
+            if check and rows:
+                _log.info("journal file: %d rows an earlier server wrote moved to the store", rows)
+            if not until_empty:
+                return
 
     async def _flush(self) -> None:
         batch, self._queue = self._queue, []

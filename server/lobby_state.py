@@ -25,6 +25,7 @@ from .metrics import Gauges, Metrics
 from .records import conclude
 from .referee import Referee, Seat
 from .store import Store
+from .store_journal import JournalGap
 from .store_rows import MatchRow
 from .timers import Heartbeat
 
@@ -346,7 +347,8 @@ class LobbyState:
                 )
                 ref.replay(entries)
             except Exception as e:  # a corrupted journal must not stop the server
-                reason = str(e) if isinstance(e, ReplayError) else f"{type(e).__name__}: {e}"
+                said = isinstance(e, ReplayError | JournalGap)
+                reason = str(e) if said else f"{type(e).__name__}: {e}"
                 log.warning("cannot be resumed, aborted: %s", reason)
                 await self.store.abort_match(row.id, _now(), reason)
                 continue

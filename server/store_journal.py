@@ -17,16 +17,22 @@ not in commit order, so a prefix of the log could not be moved safely while othe
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Sequence
 
+from .journal_file import read_frames
 from .schema import Cursor
 from .store_base import StoreBase
 from .store_rows import _MATCH_COLS, MatchRow, _check_match_id, _match
 
-__all__ = ["COMPACT_CHUNK", "JournalStore", "token_hash"]
+__all__ = ["COMPACT_CHUNK", "JournalGap", "JournalStore", "token_hash"]
 
 COMPACT_CHUNK = 2048
 """Rows of ``journal_log`` moved per transaction: a few milliseconds of holding the write lock."""
+
+
+class JournalGap(Exception):
+    """A running match's journal misses an entry (a journal file lost it): it cannot be replayed."""
 
 
 def token_hash(token: bytes) -> bytes:
@@ -82,10 +88,44 @@ class JournalStore(StoreBase):
         cur.execute("DELETE FROM journal_log WHERE id <= ?", (upto,))
         return bool(upto < hi)
 
+    async def import_journal_file(self, path: str) -> tuple[int, list[str]]:
+        """Move the rows of a sealed journal file (``journal_file``) of matches still open or
+        playing into ``journal``, durably, then remove the file; how many rows it held, and
+        what was wrong with it (a torn tail, a frame that failed its checksum). A missing file
+        holds nothing."""
+
+        def run() -> tuple[int, list[str]]:
+            try:
+                with open(path, "rb") as f:
+                    data = f.read()
+            except FileNotFoundError:
+                return 0, []
+            rows, problems = read_frames(data)
+            rows.sort()  # each index page written once, not once per match the rows interleave
+            conn = self._conn
+            # The file is removed once its rows are in the database: they must be on the disk by
+            # then, not only in the WAL's page cache, or a power cut could lose both.
+            conn.execute("PRAGMA synchronous=FULL")
+            try:
+                with self._transaction() as cur:
+                    cur.executemany(
+                        "INSERT OR IGNORE INTO journal (match_id, n, entry) SELECT ?, ?, ?"
+                        " WHERE EXISTS (SELECT 1 FROM matches WHERE id = ?"
+                        " AND status IN ('open', 'playing'))",
+                        [(mid, n, e, mid) for mid, n, e in rows],
+                    )
+            finally:
+                conn.execute("PRAGMA synchronous=NORMAL")
+            os.unlink(path)
+            return len(rows), problems
+
+        return await self._run(run)
+
     async def journal(self, match_id: str) -> list[bytes]:
-        """The journal of ``match_id``, in order (empty if it has none)."""
+        """The journal of ``match_id``, in order (empty if it has none); :class:`JournalGap` if
+        an entry is missing."""
         _check_match_id(match_id)
-        query = "SELECT entry FROM journal WHERE match_id = ? ORDER BY n"
+        query = "SELECT n, entry FROM journal WHERE match_id = ? ORDER BY n"
 
         def run() -> list[bytes]:
             if self._dialect.name != "sqlite":
@@ -94,7 +134,10 @@ class JournalStore(StoreBase):
                 with self._transaction() as cur:  # the log first: all of it, then one read
                     self._compact(cur, None)
                     rows = cur.execute(query, (match_id,)).fetchall()
-            return [bytes(r[0]) for r in rows]
+            for want, (n, _) in enumerate(rows):
+                if n != want:
+                    raise JournalGap(f"entry {want} of the journal is missing")
+            return [bytes(r[1]) for r in rows]
 
         return await self._run(run)
 

@@ -1,0 +1,162 @@
+"""The journal's file beside a SQLite database (server/journal_file.py): what is written there
+reaches the store after a clean stop and after a kill; a damaged file costs only what it lost."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+import trio
+from helpers import player_id
+from hypothesis import given
+from hypothesis import strategies as st
+from seabattle.server.app import _journal_writer
+from seabattle.server.journal import DirectWriter, Journal, entry
+from seabattle.server.journal_file import SUFFIX, FileLog, LogBusy, frame, read_frames
+from seabattle.server.store import Store
+from seabattle.server.store_journal import JournalGap
+
+PLAYERS = (player_id("a"), player_id("b"))
+A, B = bytes(range(16)).hex(), bytes(16).hex()
+
+
+async def _seed(store: Store, *matches: str) -> None:
+    for p in PLAYERS:
+        await store.upsert_player(p, p[:1], 0)
+    for mid in matches:
+        await store.create_match(mid, b"r", "blind", *PLAYERS, 0, status="playing")
+
+
+def _journal_rows(db: Path) -> list[tuple[str, int]]:
+    with sqlite3.connect(db) as conn:
+        return list(conn.execute("SELECT match_id, n FROM journal ORDER BY match_id, n"))
+
+
+async def test_rows_go_to_the_file_first_and_are_in_the_store_when_the_journal_stops(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "db.sqlite"
+    log = str(db) + SUFFIX
+    async with Store.open(db) as store:
+        await _seed(store, A)
+        journal = Journal(store, direct=FileLog(log))
+        async with trio.open_nursery() as nursery:
+            await nursery.start(journal.run)
+            released: list[int] = []
+            for n in range(3):
+                journal.append((A, n, entry("tick", float(n))), lambda n=n: released.append(n))
+            while len(released) < 3:
+                await trio.sleep(0.001)
+            assert released == [0, 1, 2]
+            # Stored in the file, not yet in the database: a write, not a commit, per batch.
+            assert read_frames(Path(log).read_bytes())[0] == [
+                (A, n, entry("tick", float(n))) for n in range(3)
+            ]
+            assert _journal_rows(db) == []
+            assert os.stat(log).st_mode & 0o077 == 0  # fleets in custody: the owner's only
+            nursery.cancel_scope.cancel()
+        assert await store.journal(A) == [entry("tick", float(n)) for n in range(3)]
+        assert not os.path.exists(log + ".1") and not os.path.exists(log)  # a clean stop
+
+
+async def test_a_file_is_moved_as_it_fills_while_rows_keep_coming(tmp_path: Path) -> None:
+    db = tmp_path / "db.sqlite"
+    async with Store.open(db) as store:
+        await _seed(store, A)
+        journal = Journal(store, direct=FileLog(str(db) + SUFFIX), compact_every=2)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(journal.run)
+            for n in range(3):
+                done = trio.Event()
+                journal.append((A, n, entry("tick", float(n))), done.set)
+                await done.wait()
+            while len(_journal_rows(db)) < 2:
+                await trio.sleep(0.001)  # the second row asked for a move
+            nursery.cancel_scope.cancel()
+        assert _journal_rows(db) == [(A, 0), (A, 1), (A, 2)]
+
+
+async def test_a_server_that_starts_moves_what_a_killed_one_left(tmp_path: Path) -> None:
+    # A kill between sealing a file and moving it leaves two: the sealed one and the fresh one.
+    db = tmp_path / "db.sqlite"
+    log = str(db) + SUFFIX
+    async with Store.open(db) as store:
+        await _seed(store, A, B)
+    killed = FileLog(log)
+    killed.write([(A, 0, b"a0"), (B, 0, b"b0")])
+    assert killed.seal()
+    killed.write([(A, 1, b"a1")])
+    killed.write([(B, 1, b"b1")])
+    killed.close()  # what the kernel does for a killed process: the lock goes, the data stays
+    async with Store.open(db) as store:
+        await store.finish_match(B, {"winner": 0}, 1)  # ended meanwhile: its rows are not kept
+        journal = Journal(store, direct=FileLog(log))
+        async with trio.open_nursery() as nursery:
+            await nursery.start(journal.run)
+            # Reported started: everything the killed server stored is in the store already.
+            assert await store.journal(A) == [b"a0", b"a1"]
+            assert await store.journal(B) == []
+            assert not os.path.exists(log + ".1")
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_damaged_file_costs_the_match_that_lost_an_entry_only(tmp_path: Path) -> None:
+    db = tmp_path / "db.sqlite"
+    log = str(db) + SUFFIX
+    async with Store.open(db) as store:
+        await _seed(store, A, B)
+    frames = [frame(r) for r in [(A, 0, b"a0"), (B, 0, b"b0"), (A, 1, b"a1"), (B, 1, b"b1")]]
+    damaged = bytearray(frames[0] + frames[1])
+    damaged[-1] ^= 0xFF  # b0's last byte
+    Path(log).write_bytes(bytes(damaged) + frames[2] + frames[3] + frames[0][:5])  # torn tail
+    async with Store.open(db) as store:
+        rows, problems = await store.import_journal_file(log)
+        assert rows == 3 and len(problems) == 2
+        assert "failed their checksum" in problems[0] and "no frame" in problems[1]
+        assert await store.journal(A) == [b"a0", b"a1"]
+        with pytest.raises(JournalGap, match="entry 0"):
+            await store.journal(B)
+
+
+@given(
+    st.lists(st.tuples(st.binary(min_size=1, max_size=40), st.integers(0, 2**32 - 1)), max_size=8),
+    st.data(),
+)
+def test_one_damaged_byte_loses_at_most_its_own_row(
+    entries: list[tuple[bytes, int]], data: st.DataObject
+) -> None:
+    rows = [(bytes([k]) * 16, n, e) for k, (e, n) in enumerate(entries)]
+    rows_hex = [(mid.hex(), n, e) for mid, n, e in rows]
+    blob = bytearray(b"".join(frame(r) for r in rows_hex))
+    assert read_frames(bytes(blob)) == (rows_hex, [])
+    if not blob:
+        return
+    at = data.draw(st.integers(0, len(blob) - 1))
+    blob[at] ^= data.draw(st.integers(1, 255))
+    got, problems = read_frames(bytes(blob))
+    assert problems and set(got) <= set(rows_hex) and len(got) >= len(rows_hex) - 1
+
+
+async def test_a_second_server_on_one_database_writes_the_database_instead(
+    tmp_path: Path,
+) -> None:
+    db = str(tmp_path / "db.sqlite")
+    async with Store.open(db):
+        pass
+    first = _journal_writer(db, joins=False)
+    assert isinstance(first, FileLog)
+    try:
+        with pytest.raises(LogBusy):
+            FileLog(db + SUFFIX)
+        second = _journal_writer(db, joins=False)
+        assert isinstance(second, DirectWriter)
+        second.close()
+        # Nodes of a cluster take up each other's matches from the database: no file of their own.
+        node = _journal_writer(db, joins=True)
+        assert isinstance(node, DirectWriter)
+        node.close()
+    finally:
+        first.close()
+    assert _journal_writer(":memory:", joins=False) is None
