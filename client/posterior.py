@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -43,22 +44,63 @@ __all__ = ["Estimate", "Model", "Sampler"]
 _Lay = tuple[int, int, int]
 
 
+# The positions of one length and orientation by their first cell, a byte of first cells at a
+# time: ``[j][b]`` holds, in cell order, the positions whose first cell is a set bit of the byte
+# value ``b`` at byte ``j`` of a mask. A mask of first cells becomes its positions in one lookup
+# a byte, in the order the positions have in the table.
+_Starts = tuple[tuple[tuple[_Lay, ...], ...], ...]
+
+
 class _Table(NamedTuple):
     by_length: dict[int, tuple[_Lay, ...]]
     cells: tuple[tuple[int, ...], ...]  # the cell indices of every position, by its index
+    #: by length: the positions lying along a row, and those along a column, by first cell
+    starts: dict[int, tuple[_Starts, _Starts]]
+    full: int  # every cell
+    nbytes: int  # bytes of a mask
 
 
 @functools.lru_cache(maxsize=16)
 def _table(rows: int, cols: int, touching: bool, lengths: tuple[int, ...]) -> _Table:
     by_length: dict[int, tuple[_Lay, ...]] = {}
     cells: list[tuple[int, ...]] = []
+    starts: dict[int, tuple[_Starts, _Starts]] = {}
+    nbytes = (rows * cols + 7) // 8
     for length in lengths:
         lays = []
+        first: tuple[dict[int, _Lay], dict[int, _Lay]] = ({}, {})
         for m, border, cs in _placements(rows, cols, length):
-            lays.append((m, m if touching else m | border, len(cells)))
+            lay = (m, m if touching else m | border, len(cells))
+            lays.append(lay)
             cells.append(cs)
+            first[len(cs) > 1 and cs[1] - cs[0] == cols][cs[0]] = lay
         by_length[length] = tuple(lays)
-    return _Table(by_length, tuple(cells))
+        starts[length] = (_by_byte(first[0], nbytes), _by_byte(first[1], nbytes))
+    return _Table(by_length, tuple(cells), starts, (1 << rows * cols) - 1, nbytes)
+
+
+def _by_byte(first: dict[int, _Lay], nbytes: int) -> _Starts:
+    return tuple(
+        tuple(
+            tuple(first[8 * j + k] for k in range(8) if b >> k & 1 and 8 * j + k in first)
+            for b in range(256)
+        )
+        for j in range(nbytes)
+    )
+
+
+def _first_cells(
+    cols: int, cells: tuple[tuple[int, ...], ...], lays: tuple[_Lay, ...]
+) -> tuple[int, int]:
+    """The masks of the first cells of ``lays``: those along a row, and those along a column."""
+    row = col = 0
+    for x in lays:
+        cs = cells[x[2]]
+        if len(cs) > 1 and cs[1] - cs[0] == cols:
+            col |= 1 << cs[0]
+        else:
+            row |= 1 << cs[0]
+    return row, col
 
 
 @dataclass(slots=True)
@@ -70,6 +112,9 @@ class _Slot:
     length: int
     cands: tuple[_Lay, ...]
     ok: frozenset[int] = field(default_factory=frozenset)  # the candidates' indices
+    #: the candidates' first cells, along a row and along a column (see :meth:`Sampler._free`)
+    row_starts: int = 0
+    col_starts: int = 0
     _by_cell: dict[int, list[_Lay]] | None = None
 
     def covering(self, bit: int) -> list[_Lay]:
@@ -135,6 +180,7 @@ class Model:
             )
         for s in self.slots:
             s.ok = frozenset(x[2] for x in s.cands)
+            s.row_starts, s.col_starts = _first_cells(rules.cols, self.table.cells, s.cands)
             if not s.cands:
                 self.usable = False
         self.constrained = bool(self.required or self.groups or self.radar)
@@ -197,9 +243,7 @@ class Sampler:
         if resumed is None:
             return None
         lays, fresh = resumed
-        total = sum(len(s.cands) for s in slots) or 1
-        floor = self.min_sweeps if model.rules.touching else self.min_sweeps_apart
-        sweeps = max(floor, min(self.max_sweeps, self.work // total))
+        sweeps = self._sweeps(model)
         acc = [0.0] * len(model.table.cells)
         fleets: list[int] = []
         burn = self.burn_in if fresh else 0
@@ -221,6 +265,12 @@ class Sampler:
         for i in range(len(marg)):
             marg[i] = marg[i] / sweeps if model.unknown >> i & 1 else 0.0
         return Estimate(marg, fleets)
+
+    def _sweeps(self, model: Model) -> int:
+        """How many sweeps an estimate counts (see :attr:`work`)."""
+        total = sum(len(s.cands) for s in model.slots) or 1
+        floor = self.min_sweeps if model.rules.touching else self.min_sweeps_apart
+        return max(floor, min(self.max_sweeps, self.work // total))
 
     # -- the chain -------------------------------------------------------------------------------
 
@@ -255,7 +305,33 @@ class Sampler:
                 forbid |= x[1]
         return union, forbid
 
-    def _fit(self, model: Model, cands: tuple[_Lay, ...], union: int, forbid: int) -> list[_Lay]:
+    def _free(self, model: Model, slot: _Slot, forbid: int) -> list[_Lay]:
+        """The slot's candidates clear of ``forbid``, in their order, found a row (and a column)
+        of cells at a time: a first cell is kept when its ship's cells are all free, tested as
+        one AND of masks per cell of the ship rather than one test per candidate."""
+        table = model.table
+        row, col = self._starts(model, slot, table.full & ~forbid)
+        out: list[_Lay] = []
+        along_row, along_col = table.starts[slot.length]
+        if row:
+            for j, b in enumerate(row.to_bytes(table.nbytes, "little")):
+                if b:
+                    out.extend(along_row[j][b])
+        if col:
+            for j, b in enumerate(col.to_bytes(table.nbytes, "little")):
+                if b:
+                    out.extend(along_col[j][b])
+        return out
+
+    def _starts(self, model: Model, slot: _Slot, free: int) -> tuple[int, int]:
+        row, col = slot.row_starts & free, slot.col_starts & free
+        cols = model.rules.cols
+        for k in range(1, slot.length):
+            row &= free >> k
+            col &= free >> k * cols
+        return row, col
+
+    def _fit(self, model: Model, cands: Sequence[_Lay], union: int, forbid: int) -> list[_Lay]:
         """The candidates that fit beside ships covering ``union`` (forbidding ``forbid``) and
         complete the fleet: the required cells covered, every total and radar area met."""
         need = model.required & ~union
@@ -272,7 +348,14 @@ class Sampler:
         self, model: Model, lays: list[_Lay], s: int, rng: random.Random, acc: list[float] | None
     ) -> None:
         union, forbid = self._others(lays, (s,))
-        fits = self._fit(model, model.slots[s].cands, union, forbid)
+        slot = model.slots[s]
+        need = model.required & ~union
+        if need:
+            fits = self._fit(model, slot.covering(need & -need), union, forbid)
+        elif model.groups or model.radar:
+            fits = self._fit(model, slot.cands, union, forbid)
+        else:
+            fits = self._free(model, slot, forbid)
         if not fits:  # cannot happen from a consistent state; keep it rather than break it
             return
         lays[s] = fits[rng.randrange(len(fits))] if len(fits) > 1 else fits[0]
@@ -287,33 +370,45 @@ class Sampler:
         # Both ships at once, exactly: every position of s weighs the number of positions of t
         # that complete the fleet with it. Where a required cell is left to t, only t's positions
         # on it are tested, so that the pair costs little more than two single steps.
+        # Where t is left no required cell and no total or radar area constrains it, only the
+        # number of its positions is counted, and the positions listed for the one drawn.
         union, forbid = self._others(lays, (s, t))
         need = model.required & ~union
         slot_t = model.slots[t]
-        options: list[tuple[_Lay, list[_Lay]]] = []
+        plain = not (model.groups or model.radar)
+        options: list[tuple[_Lay, list[_Lay] | None, int]] = []
         weight = 0
-        for x in model.slots[s].cands:
-            if x[0] & forbid:
-                continue
+        for x in self._free(model, model.slots[s], forbid):
             rest = need & ~x[0]
-            cands_t = slot_t.covering(rest & -rest) if rest else slot_t.cands
-            fits = self._fit(model, tuple(cands_t), union | x[0], forbid | x[1])
-            if fits:
-                options.append((x, fits))
-                weight += len(fits)
+            fits: list[_Lay] | None
+            if rest:
+                fits = self._fit(model, slot_t.covering(rest & -rest), union | x[0], forbid | x[1])
+                n = len(fits)
+            elif plain:
+                fits = None
+                row, col = self._starts(model, slot_t, model.table.full & ~(forbid | x[1]))
+                n = row.bit_count() + col.bit_count()
+            else:
+                fits = self._fit(model, slot_t.cands, union | x[0], forbid | x[1])
+                n = len(fits)
+            if n:
+                options.append((x, fits, n))
+                weight += n
         pick = rng.randrange(weight)
-        for x, fits in options:
-            if pick < len(fits):
+        for x, fits, n in options:
+            if pick < n:
+                if fits is None:
+                    fits = self._free(model, slot_t, forbid | x[1])
                 lays[s], lays[t] = x, fits[pick]
                 return
-            pick -= len(fits)
+            pick -= n
 
     def _pair(self, model: Model, lays: list[_Lay], s: int, t: int, rng: random.Random) -> None:
         # Propose s uniformly among the positions beside the others, then t uniformly among the
         # positions completing the fleet with it; accept with n_t(new) / n_t(old), the ratio of
         # the reverse proposal to the forward one, so that the uniform distribution stays put.
         union, forbid = self._others(lays, (s, t))
-        free = [x for x in model.slots[s].cands if not x[0] & forbid]
+        free = self._free(model, model.slots[s], forbid)
         new_s = free[rng.randrange(len(free))]
         fits_new = self._fit(model, model.slots[t].cands, union | new_s[0], forbid | new_s[1])
         if not fits_new:

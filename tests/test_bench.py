@@ -170,8 +170,8 @@ def test_the_relay_may_write_as_often_as_the_server() -> None:
 
 
 def test_the_durable_baselines_store_every_frame_before_sending_it_on() -> None:
-    # --durable: the relay (with the copies) and the echo also commit each frame to SQLite,
-    # whose WAL writes come on top of the frames' own (blind 4 a shot, custody 1).
+    # --durable: the relay (with the copies) and the echo also store each frame in the server's
+    # journal file, a write on top of the frames' own (blind 4 a shot, custody 1).
     report = _run("--matches", "2", "--duration", "0.5", "--mode", "both", "--durable")
     assert report["baseline_journal"] and report["baseline_copies"]
     by_mode = {sc["mode"]: sc["baseline"] for sc in report["scenarios"]}

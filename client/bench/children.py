@@ -14,7 +14,6 @@ import json
 import logging
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -47,32 +46,22 @@ async def _read_exact(stream: trio.abc.ReceiveStream, n: int) -> bytes:
 
 
 class _Rows:
-    """The durable baselines' journal: each read stored as one row before it is forwarded, in a
-    transaction of its own, as the server's journal stores a human-paced input (a batch of one,
-    :class:`~seabattle.server.journal.DirectWriter`, the same SQLite settings)."""
+    """The durable baselines' journal: each read stored as one row before it is forwarded, a
+    write of its own, as the server's journal stores a human-paced input (a batch of one), with
+    its own writer (:class:`~seabattle.server.journal_file.FileLog`, the file beside a SQLite
+    server's database)."""
 
     def __init__(self, path: Path) -> None:
-        from seabattle.server.journal import DirectWriter
+        from seabattle.server.journal_file import SUFFIX, FileLog
 
-        with contextlib.closing(sqlite3.connect(path)) as conn:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("CREATE TABLE journal_log (match_id TEXT, n INTEGER, entry BLOB)")
-        self.path = path
-        self.writer = DirectWriter(str(path))
+        self.log = FileLog(str(path) + SUFFIX)
+        self.match_id = bytes(16).hex()
         self.n = 0
 
     def store(self, data: bytes) -> None:
-        """Store ``data`` (this is the database's only writer: it is never busy)."""
+        """Store ``data`` (``OSError`` if it cannot be)."""
+        self.log.write([(self.match_id, self.n, data)])
         self.n += 1
-        if not self.writer.write([("relay", self.n, data)]):
-            raise RuntimeError(f"the baseline could not store a row in {self.path}")
-
-    async def checkpoint(self) -> None:
-        """Checkpoint the WAL once a second in a worker thread, as the store's connection does."""
-        with contextlib.closing(sqlite3.connect(self.path, check_same_thread=False)) as conn:
-            while True:
-                await trio.sleep(1.0)
-                await trio.to_thread.run_sync(conn.execute, "PRAGMA wal_checkpoint(PASSIVE)")
 
 
 async def _forward(
@@ -123,8 +112,8 @@ async def bare_server(
     """The baseline: ``relay`` pairs connections by token and forwards bytes; ``echo`` echoes;
     ``relay-copies`` is the relay that also sends each connection a copy of what it sent (the
     server's four writes per blind shot, not the relay's two). A ``+journal`` kind
-    (``relay-copies+journal``, ``echo+journal``) also stores each read in the SQLite file ``db``
-    before it goes on: the journal's cost, without the game.
+    (``relay-copies+journal``, ``echo+journal``) also stores each read in the journal file beside
+    ``db`` before it goes on: the journal's cost, without the game.
 
     Every connection first sends a 16-byte pairing token and waits for one byte (``go``). Then the
     relay forwards whatever a connection sends to its partner, the echo sends it back: the same
@@ -170,8 +159,6 @@ async def bare_server(
 
     listeners = await trio.open_tcp_listeners(port, host=host)
     async with trio.open_nursery() as nursery:
-        if rows is not None:
-            nursery.start_soon(rows.checkpoint)
         await nursery.start(trio.serve_listeners, handle, listeners)
         addr = listeners[0].socket.getsockname()[:2]
         task_status.started((addr[0], addr[1]))

@@ -113,8 +113,9 @@ QUICK = (
 @click.option(
     "--durable",
     is_flag=True,
-    help="The baselines also store each frame in SQLite before sending it on, as the journal"
-    " does (the blind one copies too): the least a server that loses no move could cost.",
+    help="The baselines also store each frame in a journal file before sending it on, as the"
+    " server's journal does (the blind one copies too): the least a server that loses no move"
+    " could cost.",
 )
 def bench(
     server: str | None,

@@ -294,7 +294,7 @@ def run_bench(
     ``workers`` > 1: the started server is ``seabattle serve --workers`` (not pinned: its
     workers share the machine's cores with the generator). ``copies``: the blind baseline is
     the relay that also copies each frame back to its sender (as many writes as the server).
-    ``durable``: the baselines also store each frame in SQLite before it goes on, as the
+    ``durable``: the baselines also store each frame in a journal file before it goes on, as the
     journal does (the blind one with the copies too): the least a durable server could cost."""
     copies = copies or durable
     rules = rules or preset("classic")
