@@ -281,8 +281,11 @@ class Sampler:
         n = len(slots)
         order = list(range(n))
         rng.shuffle(order)
-        for s in order:
-            self._gibbs(model, lays, s, rng, acc)
+        if model.constrained:
+            for s in order:
+                self._gibbs(model, lays, s, rng, acc)
+        else:
+            self._plain_sweep(model, lays, order, rng, acc)
         if model.required and n > 1:
             # Hand the hits over between ships. Pairs are drawn blind to the state, and a pair
             # moves only when the other ships leave a required cell to it: a condition its own
@@ -296,6 +299,33 @@ class Sampler:
             for _ in range(n):
                 s, t = rng.sample(range(n), 2)
                 self._pair(model, lays, s, t, rng)
+
+    def _plain_sweep(
+        self,
+        model: Model,
+        lays: list[_Lay],
+        order: list[int],
+        rng: random.Random,
+        acc: list[float] | None,
+    ) -> None:
+        # The Gibbs steps of :meth:`_gibbs` where no hit, total or radar area is left to cover
+        # (every shot so far a miss or a located sinking): a ship's positions are then those
+        # clear of the others' forbidden cells, and only those cells need to be gathered.
+        slots = model.slots
+        for s in order:
+            forbid = 0
+            for i, x in enumerate(lays):
+                if i != s:
+                    forbid |= x[1]
+            fits = self._free(model, slots[s], forbid)
+            n = len(fits)
+            if not n:  # cannot happen from a consistent state; keep it rather than break it
+                continue
+            lays[s] = fits[rng.randrange(n)] if n > 1 else fits[0]
+            if acc is not None:
+                w = 1.0 / n
+                for x in fits:
+                    acc[x[2]] += w
 
     def _others(self, lays: list[_Lay], skip: tuple[int, ...]) -> tuple[int, int]:
         union = forbid = 0
