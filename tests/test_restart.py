@@ -17,6 +17,7 @@ import trio.testing
 from helpers import SMALL, TC, Bot, connect, pair, play_both, play_some, start_server
 from seabattle.protocol import messages as m
 from seabattle.protocol.record import load_record, verify_record
+from seabattle.server.journal_file import SUFFIX, frame
 from seabattle.server.store import Store
 
 
@@ -97,6 +98,40 @@ async def test_a_journal_that_cannot_be_replayed_aborts_its_match_with_the_reaso
         aborted = await store.get_match(bad.hex())
         assert aborted is not None and aborted.status == "aborted"
         assert aborted.result["aborted"].startswith("entry 2: ")
+    bots[2].c = await connect(addr2, nursery, key=c.key)
+    bots[3].c = await connect(addr2, nursery, key=d.key)
+    await play_both(bots[2], bots[3])  # the other match goes on
+    assert verify_record(await _record(addr2, nursery, good)).ok
+
+
+async def test_a_damaged_journal_file_aborts_the_match_that_lost_an_entry_only(
+    tmp_path: Path, nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    async with trio.open_nursery() as first:
+        addr, shutdown = await start_server(first, tmp_path)
+        a, b, bad = await pair(addr, nursery, SMALL, "custody")
+        c, d, good = await pair(addr, nursery, SMALL, "custody")
+        bots = [Bot(x, "custody", i) for i, x in enumerate((a, b, c, d))]
+        await play_some(bots[0], bots[1], 2)
+        await play_some(bots[2], bots[3], 2)
+        shutdown.set()
+        await a.expect(m.Bye, skip=(m.Clock, m.ShotCalled, m.VerdictMsg))
+    # Both journals back in the server's log file, where a killed server leaves its latest rows,
+    # with one frame of one match damaged by a disk fault.
+    db = tmp_path / "db.sqlite"
+    with sqlite3.connect(db) as conn:
+        query = "SELECT match_id, n, entry FROM journal ORDER BY n, match_id"
+        rows = conn.execute(query).fetchall()
+        conn.execute("DELETE FROM journal")
+    frames = [frame((mid, n, bytes(e))) for mid, n, e in rows]
+    at = [(mid, n) for mid, n, _ in rows].index((bad.hex(), 2))
+    frames[at] = frames[at][:-1] + bytes([frames[at][-1] ^ 1])
+    Path(str(db) + SUFFIX).write_bytes(b"".join(frames))
+    addr2, _ = await start_server(nursery, tmp_path)
+    async with Store.open(db) as store:
+        aborted = await store.get_match(bad.hex())
+        assert aborted is not None and aborted.status == "aborted"
+        assert aborted.result["aborted"] == "entry 2 of the journal is missing"
     bots[2].c = await connect(addr2, nursery, key=c.key)
     bots[3].c = await connect(addr2, nursery, key=d.key)
     await play_both(bots[2], bots[3])  # the other match goes on
