@@ -101,18 +101,23 @@ class JournalStore(StoreBase):
             except FileNotFoundError:
                 return 0, []
             rows, problems = read_frames(data)
-            rows.sort()  # each index page written once, not once per match the rows interleave
             conn = self._conn
             # The file is removed once its rows are in the database: they must be on the disk by
             # then, not only in the WAL's page cache, or a power cut could lose both.
             conn.execute("PRAGMA synchronous=FULL")
             try:
-                with self._transaction() as cur:
+                with self._transaction() as cur:  # holding the write lock: no match ends meanwhile
+                    running = {
+                        r[0]
+                        for r in cur.execute(
+                            "SELECT id FROM matches WHERE status IN ('open', 'playing')"
+                        ).fetchall()
+                    }
+                    # Most rows of a busy server's file belong to matches that have ended since;
+                    # sorted, each index page is written once.
                     cur.executemany(
-                        "INSERT OR IGNORE INTO journal (match_id, n, entry) SELECT ?, ?, ?"
-                        " WHERE EXISTS (SELECT 1 FROM matches WHERE id = ?"
-                        " AND status IN ('open', 'playing'))",
-                        [(mid, n, e, mid) for mid, n, e in rows],
+                        "INSERT OR IGNORE INTO journal (match_id, n, entry) VALUES (?, ?, ?)",
+                        sorted(r for r in rows if r[0] in running),
                     )
             finally:
                 conn.execute("PRAGMA synchronous=NORMAL")
