@@ -62,19 +62,25 @@ def _peer_name(stream: trio.abc.Stream) -> str:
         return "?"
 
 
-def _journal_writer(path: str, joins: bool) -> DirectWriter | FileLog | None:
-    """How the journal's rows leave the event loop: a file of this server's own beside a SQLite
-    database (journal_file), its own SQLite connection when the file is not this server's alone
-    (nodes of a cluster take up each other's matches from the database; another server holds
-    the file), the store's worker thread otherwise (PostgreSQL, memory)."""
-    if path == ":memory:" or "://" in path:
-        return None
-    if not joins:
+def _journal(store: Store, limits: Limits, path: str, joins: bool) -> Journal:
+    """The journal, and how its rows leave the event loop: a file of this server's own beside a
+    SQLite database (journal_file), its own SQLite connection when the file is not this server's
+    alone (nodes of a cluster take up each other's matches from the database; another server
+    holds the file), the store's worker thread otherwise (PostgreSQL, memory). A node of a
+    cluster still moves what a server alone on the database left in the file."""
+    direct: DirectWriter | FileLog | None = None
+    leftover = None
+    if path != ":memory:" and "://" not in path:
         try:
-            return FileLog(path + SUFFIX)
+            leftover = FileLog(path + SUFFIX)
         except LogBusy as err:
-            _log.warning("journal: %s; writing the database instead", err)
-    return DirectWriter(path)
+            if not joins:  # a node of a cluster writes the database anyway
+                _log.warning("journal: %s; writing the database instead", err)
+        if leftover is not None and not joins:
+            direct, leftover = leftover, None
+        else:
+            direct = DirectWriter(path)
+    return Journal(store, window=limits.journal_window, direct=direct, leftover=leftover)
 
 
 async def serve(
@@ -131,9 +137,7 @@ async def serve(
         path = os.fspath(db_path)
         joins = reuse_port or (cluster if cluster is not None else _is_postgres(path))
         if limits.journal:
-            journal = Journal(
-                store, window=limits.journal_window, direct=_journal_writer(path, joins)
-            )
+            journal = _journal(store, limits, path, joins)
             await outer.start(journal.run)
         lobby = Lobby(store, key, matches, limits, stats, timers=timers, journal=journal, node=node)
         # Bound before the node registers (the address is in its tickets), accepting only once

@@ -240,13 +240,17 @@ class Journal:
         window: float = 0.0,
         direct: DirectWriter | FileLog | None = None,
         compact_every: int = 8192,
+        leftover: FileLog | None = None,
     ) -> None:
         """A journal writing to ``store``; ``direct``: the fast way for a SQLite store, its own
         connection or a file (closed when :meth:`run` ends); ``compact_every``: rows written
-        between compactions (a file: between moves of its rows into the store)."""
+        between compactions (a file: between moves of its rows into the store); ``leftover``:
+        a file this journal does not write, moved into the store and let go on start (one that a
+        server alone on this database left, found by one that is a node of a cluster)."""
         self.store = store
         self.window = window
         self.direct = direct
+        self.leftover = leftover
         self.compact_every = compact_every
         self._queue: list[_Held] = []
         self._wake = trio.Event()
@@ -281,12 +285,18 @@ class Journal:
         """Write batches until cancelled; what is queued when cancelled is written first.
         With a file, what an earlier server left in it is in the store before this reports
         that it has started (a restart replays the store)."""
-        if isinstance(self.direct, FileLog):
-            try:
+        try:
+            if self.leftover is not None:
+                await self._move_file(self.leftover, until_empty=True, check=True)
+            if isinstance(self.direct, FileLog):
                 await self._move_file(self.direct, until_empty=True, check=True)
-            except BaseException:
+        except BaseException:
+            if self.direct is not None:
                 self.direct.close()
-                raise
+            raise
+        finally:
+            if self.leftover is not None:
+                self.leftover.close()
         task_status.started()
         try:
             async with trio.open_nursery() as nursery:

@@ -12,7 +12,8 @@ import trio
 from helpers import player_id
 from hypothesis import given
 from hypothesis import strategies as st
-from seabattle.server.app import _journal_writer
+from seabattle.server.app import _journal
+from seabattle.server.config import Limits
 from seabattle.server.journal import DirectWriter, Journal, entry
 from seabattle.server.journal_file import SUFFIX, FileLog, LogBusy, frame, read_frames
 from seabattle.server.store import Store
@@ -143,20 +144,36 @@ async def test_a_second_server_on_one_database_writes_the_database_instead(
     tmp_path: Path,
 ) -> None:
     db = str(tmp_path / "db.sqlite")
-    async with Store.open(db):
-        pass
-    first = _journal_writer(db, joins=False)
-    assert isinstance(first, FileLog)
-    try:
-        with pytest.raises(LogBusy):
-            FileLog(db + SUFFIX)
-        second = _journal_writer(db, joins=False)
-        assert isinstance(second, DirectWriter)
-        second.close()
-        # Nodes of a cluster take up each other's matches from the database: no file of their own.
-        node = _journal_writer(db, joins=True)
-        assert isinstance(node, DirectWriter)
-        node.close()
-    finally:
-        first.close()
-    assert _journal_writer(":memory:", joins=False) is None
+    async with Store.open(db) as store:
+        first = _journal(store, Limits(), db, joins=False)
+        assert isinstance(first.direct, FileLog)
+        try:
+            with pytest.raises(LogBusy):
+                FileLog(db + SUFFIX)
+            second = _journal(store, Limits(), db, joins=False)
+            assert isinstance(second.direct, DirectWriter) and second.leftover is None
+            second.direct.close()
+        finally:
+            first.direct.close()
+        assert _journal(store, Limits(), ":memory:", joins=False).direct is None
+
+
+async def test_a_node_of_a_cluster_moves_what_a_server_alone_left_then_writes_the_database(
+    tmp_path: Path,
+) -> None:
+    # Nodes of a cluster take up each other's matches from the database: no file of their own;
+    # but one started where a lone server was killed must not lose that server's latest rows.
+    db = tmp_path / "db.sqlite"
+    async with Store.open(db) as store:
+        await _seed(store, A)
+    killed = FileLog(str(db) + SUFFIX)
+    killed.write([(A, 0, b"a0")])
+    killed.close()
+    async with Store.open(db) as store:
+        journal = _journal(store, Limits(), str(db), joins=True)
+        assert isinstance(journal.direct, DirectWriter) and journal.leftover is not None
+        async with trio.open_nursery() as nursery:
+            await nursery.start(journal.run)
+            assert await store.journal(A) == [b"a0"]
+            assert not os.path.exists(str(db) + SUFFIX)
+            nursery.cancel_scope.cancel()
