@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import signal
 import ssl
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -202,7 +204,7 @@ def run_client(
     from seabattle.protocol.errors import ProtocolError
 
     try:
-        return runner(fn)
+        return runner(_sigint_cancels(fn) if runner is trio.run else fn)
     except BaseException as raised:
         e = _unwrap(raised)
         if isinstance(e, KeyboardInterrupt) or _only(raised, KeyboardInterrupt):
@@ -217,6 +219,38 @@ def run_client(
             # The session failed (spec 4.5): say why, without a traceback.
             raise click.ClickException(f"the session with {conn.server} failed: {e}") from None
         raise
+
+
+def _sigint_cancels(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` with Ctrl-C turned into a cancellation of it, then :class:`KeyboardInterrupt`.
+
+    Python raises ``KeyboardInterrupt`` wherever the main thread happens to be, trio's own
+    code included: between making a coroutine and awaiting it (a "never awaited" warning on
+    the way out), or where it is lost. As a cancellation it lands at a checkpoint, cleanup
+    (a ``bye`` to the server) runs, and the command ends as interrupted; a second Ctrl-C while
+    that cleanup waits ends the process at once."""
+
+    async def run(*args: Any) -> Any:
+        body = trio.CancelScope()
+
+        async def watch(signals: AsyncIterator[int]) -> None:
+            async for _ in signals:
+                if body.cancel_called:
+                    click.echo("interrupted", err=True)
+                    os._exit(130)
+                body.cancel()
+
+        with trio.open_signal_receiver(signal.SIGINT) as signals:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(watch, signals)
+                with body:
+                    result = await fn(*args)
+                nursery.cancel_scope.cancel()
+        if body.cancel_called:
+            raise KeyboardInterrupt
+        return result
+
+    return run
 
 
 def _only(e: BaseException, kind: type[BaseException]) -> bool:
