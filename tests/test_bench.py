@@ -179,3 +179,13 @@ def test_the_durable_baselines_store_every_frame_before_sending_it_on() -> None:
         _check_figures(base)
     assert by_mode["blind"]["server_writes_per_shot"] > 4.5
     assert by_mode["custody"]["server_writes_per_shot"] > 1.5
+
+
+def test_the_journal_write_bench_times_each_way_against_a_bare_write() -> None:
+    from seabattle.client.bench.journal_write import measure
+
+    report = measure(5, [0.0])
+    ways = {r["way"]: r for r in report["runs"]}
+    assert set(ways) == {"os.write (baseline)", "journal file", "SQLite commit"}
+    assert all(r["median_us"] > 0 and r["p90_us"] >= r["median_us"] for r in ways.values())
+    assert report["machine"]["cores"] >= 1

@@ -1,0 +1,128 @@
+"""``python -m seabattle.client.bench.journal_write``: what storing one journal batch costs, each
+way the server has, at bot speed and at human pace.
+
+Theory of operation. The journal stores every accepted input before anything it caused is sent
+(``server/journal.py``), so the cost of one batch is on every shot's critical path. The server
+has two ways from the event loop: the append-only file of a server alone on its SQLite database
+(``journal_file.FileLog``: one ``write``) and a SQLite connection of its own
+(``journal.DirectWriter``: one commit in WAL mode, ``synchronous=NORMAL``), used by the nodes of a
+cluster. This writes ``--rows`` one-row batches each way into a fresh folder, back to back
+(``--gap 0``: bot speed, everything hot) and ``--gap`` seconds apart (human pace: code and data
+go cold between inputs, which is what a human-paced server pays), and prints the median and p90
+per batch next to the baseline measured in the same run: a bare ``os.write`` of the same bytes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .figures import machine
+
+__all__ = ["measure"]
+
+#: A blind ``fire`` entry's size, near enough (match id, seat, message, time).
+_ENTRY = bytes(60)
+
+
+def _ways(folder: Path) -> tuple[dict[str, Callable[[int], object]], Callable[[], None]]:
+    """Each way to store one row, by name, and what closes them all."""
+    from seabattle.server.journal import DirectWriter
+    from seabattle.server.journal_file import SUFFIX, FileLog
+
+    db = folder / "bench.sqlite"
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(
+            "CREATE TABLE journal_log (id INTEGER PRIMARY KEY, match_id TEXT, n INTEGER,"
+            " entry BLOB)"
+        )
+    log = FileLog(str(db) + SUFFIX)
+    direct = DirectWriter(str(db))
+    bare = os.open(folder / "bare", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    mid = bytes(16).hex()
+
+    def close() -> None:
+        log.close()
+        direct.close()
+        os.close(bare)
+
+    ways: dict[str, Callable[[int], object]] = {
+        "os.write (baseline)": lambda n: os.write(bare, _ENTRY + n.to_bytes(4, "little")),
+        "journal file": lambda n: log.write([(mid, n, _ENTRY)]),
+        "SQLite commit": lambda n: direct.write([(mid, n, _ENTRY)]),
+    }
+    return ways, close
+
+
+def measure(rows: int, gaps: list[float]) -> dict[str, Any]:
+    """Microseconds per one-row batch (median, p90), each way, for each gap between batches."""
+    out: dict[str, Any] = {"machine": machine(), "rows": rows, "runs": []}
+    with tempfile.TemporaryDirectory(prefix="seabattle-jw-") as tmp:
+        ways, close = _ways(Path(tmp))
+        try:
+            for gap in gaps:
+                took: dict[str, list[float]] = {name: [] for name in ways}
+                for n in range(rows):
+                    # Interleaved, so that the machine's drift falls on every way alike.
+                    for name, write in ways.items():
+                        if gap:
+                            time.sleep(gap)
+                        t = time.perf_counter_ns()
+                        write(n)
+                        took[name].append((time.perf_counter_ns() - t) / 1000)
+                for name, us in took.items():
+                    us.sort()
+                    out["runs"].append(
+                        {
+                            "gap_s": gap,
+                            "way": name,
+                            "median_us": statistics.median(us),
+                            "p90_us": us[int(0.9 * (len(us) - 1))],
+                        }
+                    )
+        finally:
+            close()
+    return out
+
+
+@click.command()
+@click.option("--rows", default=400, show_default=True, help="One-row batches each way, per gap.")
+@click.option(
+    "--gap",
+    "gaps",
+    multiple=True,
+    type=float,
+    default=(0.0, 0.005),
+    show_default=True,
+    help="Seconds between batches (0: back to back); give it again for another run.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+def main(rows: int, gaps: tuple[float, ...], as_json: bool) -> None:
+    """Time one journal batch each way the server stores it, against a bare write."""
+    report = measure(rows, list(gaps))
+    if as_json:
+        click.echo(json.dumps(report))
+        return
+    m = report["machine"]
+    load = ", ".join(f"{x:.2f}" for x in m.get("load_average") or [])
+    click.echo(f"{m.get('cpu')} x{m.get('cores')}, Python {m.get('python')}, load {load}")
+    for run in report["runs"]:
+        click.echo(
+            f"gap {run['gap_s'] * 1000:4.1f} ms  {run['way']:<20} median {run['median_us']:7.1f} µs"
+            f"  p90 {run['p90_us']:7.1f} µs"
+        )
+
+
+if __name__ == "__main__":
+    main()
