@@ -226,11 +226,6 @@ class Sampler:
     #: neighbours' borders fence it in), so a sweep says less and a dozen left single cells'
     #: estimates off by 0.15 on russian's empty board (0.07 at 64)
     min_sweeps_apart = 64
-    #: the fewest where ships may not touch and nothing is left to cover (no unresolved hit,
-    #: total or radar area: the hunt between ships): a sweep there is single-ship steps alone,
-    #: a fifth of one with hits to hand over, and a move's estimate on russian picked a cell
-    #: 0.008 less likely than the best one at 64 sweeps, 0.003 at 256
-    min_sweeps_hunting = 256
     burn_in = 4  # sweeps after a repair before the estimate counts
     dfs_budget = 20_000  # positions tried per repair before a fresh start
 
@@ -274,12 +269,7 @@ class Sampler:
     def _sweeps(self, model: Model) -> int:
         """How many sweeps an estimate counts (see :attr:`work`)."""
         total = sum(len(s.cands) for s in model.slots) or 1
-        if model.rules.touching:
-            floor = self.min_sweeps
-        elif model.constrained:
-            floor = self.min_sweeps_apart
-        else:
-            floor = self.min_sweeps_hunting
+        floor = self.min_sweeps if model.rules.touching else self.min_sweeps_apart
         return max(floor, min(self.max_sweeps, self.work // total))
 
     # -- the chain -------------------------------------------------------------------------------
