@@ -122,11 +122,13 @@ class FileLog:
 
     def write(self, rows: Iterable[Row]) -> bool:
         """Append ``rows`` as one write; ``OSError`` (and nothing appended) if it cannot."""
-        data = b"".join([frame(r) for r in rows])
-        view = memoryview(data)
+        data = b"".join(map(frame, rows))
         try:
-            while view:
-                view = view[os.write(self._fd, view) :]
+            done = os.write(self._fd, data)
+            if done < len(data):  # rare (a signal, a full disk): the rest, or the error
+                view = memoryview(data)[done:]
+                while view:
+                    view = view[os.write(self._fd, view) :]
         except OSError:
             # A disk that filled up mid-batch: leave no half of it for a restart to replay.
             os.ftruncate(self._fd, self._size)
