@@ -22,9 +22,6 @@ in it), moved into ``journal`` every ``compact_every`` rows in the same way
 (:meth:`~.store_journal.JournalStore.compact_journal`); when another writer holds the database
 (a record being stored) such a batch goes the store's way, in a worker thread, and PostgreSQL's
 always does.
-A row that comes alone to the file (nothing queued, nothing written in the last half
-millisecond: every input at human pace) is written at once by :meth:`Journal.append` itself and
-its sends go before it returns, without the writer task's two scheduler passes.
 :meth:`Journal.after` queues sends with no row of their own behind the rows before them (a
 snapshot, a status), so that nothing overtakes. A batch that cannot be written releases nothing:
 its matches are told and ended (``failed``).
@@ -46,7 +43,6 @@ shown. The store's files are created readable by the server's user only.
 from __future__ import annotations
 
 import logging
-import math
 import sqlite3
 import time
 from collections.abc import Callable, Iterable
@@ -237,10 +233,6 @@ class _Held:
 class Journal:
     """The server's group-commit writer; see the module docstring."""
 
-    #: a row written at once (see :meth:`append`) makes the next row within this many seconds
-    #: wait for the writer task, so that rows coming close together still share a transaction
-    alone_after = 0.0005
-
     def __init__(
         self,
         store: RowStore,
@@ -264,8 +256,6 @@ class Journal:
         self._wake = trio.Event()
         self._compact = trio.Event()
         self._since = 0  #: rows written since the last compaction was asked for
-        self._writing = False  #: a batch is being written in a worker thread
-        self._last_alone = -math.inf  #: when a row was last written at once (append)
         self.batches = 0  #: transactions written
         self.rows = 0  #: rows written
 
@@ -275,33 +265,8 @@ class Journal:
         release: Callable[[], None],
         failed: Callable[[], None] | None = None,
     ) -> None:
-        """Store ``row``, then call ``release`` (or ``failed`` if it could not be stored).
-
-        A row that comes alone (nothing queued or being written, and none written in the last
-        :attr:`alone_after` seconds) is written at once, and ``release`` called before this
-        returns: at human pace every input is alone, and waking the writer task for it cost two
-        scheduler passes. Rows that come close together wait for the writer and go as one batch.
-        """
-        held = _Held(row, release, failed)
-        self._queue.append(held)
-        log = self.direct
-        if (
-            isinstance(log, FileLog)
-            and len(self._queue) == 1
-            and not self._writing
-            and self.window <= 0
-        ):
-            now = trio.current_time()
-            if now - self._last_alone >= self.alone_after:
-                self._last_alone = now
-                try:
-                    log.write([row])
-                except OSError:
-                    pass  # the writer task tries again, and says what failed
-                else:
-                    self._queue.clear()
-                    self._written([held], 1)
-                    return
+        """Store ``row``, then call ``release`` (or ``failed`` if it could not be stored)."""
+        self._queue.append(_Held(row, release, failed))
         self._wake.set()
 
     def after(self, release: Callable[[], None]) -> None:
@@ -388,25 +353,16 @@ class Journal:
         rows = [h.row for h in batch if h.row is not None]
         try:
             if rows and not (self.direct is not None and self.direct.write(rows)):
-                # Nothing may be written at once meanwhile: it would be released before these.
-                self._writing = True
-                try:
-                    await self.store.append_journal(rows)
-                finally:
-                    self._writing = False
+                await self.store.append_journal(rows)
         except Exception:
             _log.exception("journal write failed: %d rows not stored", len(rows))
             for h in batch:
                 if h.failed is not None:
                     h.failed()
             return
-        self._written(batch, len(rows))
-
-    def _written(self, batch: list[_Held], rows: int) -> None:
-        """Count a stored batch of ``rows`` rows and release its sends, in order."""
         self.batches += 1
-        self.rows += rows
-        self._since += rows
+        self.rows += len(rows)
+        self._since += len(rows)
         if self._since >= self.compact_every:
             self._since = 0
             self._compact.set()

@@ -62,35 +62,6 @@ async def test_rows_go_to_the_file_first_and_are_in_the_store_when_the_journal_s
         assert not os.path.exists(log + ".1") and not os.path.exists(log)  # a clean stop
 
 
-async def test_a_row_alone_is_stored_at_once_and_rows_close_together_share_a_batch(
-    tmp_path: Path, nursery: trio.Nursery, autojump_clock: trio.abc.Clock
-) -> None:
-    # Human pace: an input alone is stored and its sends released before append returns.
-    db = tmp_path / "db.sqlite"
-    log = str(db) + SUFFIX
-    async with Store.open(db) as store:
-        await _seed(store, A)
-        journal = Journal(store, direct=FileLog(log))
-        await nursery.start(journal.run)
-        released: list[int] = []
-        journal.append((A, 0, entry("tick", 0.0)), lambda: released.append(0))
-        assert released == [0] and journal.idle
-        assert read_frames(Path(log).read_bytes())[0] == [(A, 0, entry("tick", 0.0))]
-        # Rows right behind it (bot speed) wait for the writer and share one write.
-        for n in (1, 2):
-            journal.append((A, n, entry("tick", float(n))), lambda n=n: released.append(n))
-        assert released == [0]
-        while not journal.idle:
-            await trio.sleep(0.001)
-        assert released == [0, 1, 2]
-        assert (journal.batches, journal.rows) == (2, 3)
-        # Later, alone again: at once.
-        await trio.sleep(journal.alone_after)
-        journal.append((A, 3, entry("tick", 3.0)), lambda: released.append(3))
-        assert released == [0, 1, 2, 3]
-        assert [r[1] for r in read_frames(Path(log).read_bytes())[0]] == [0, 1, 2, 3]
-
-
 async def test_a_file_is_moved_as_it_fills_while_rows_keep_coming(tmp_path: Path) -> None:
     db = tmp_path / "db.sqlite"
     async with Store.open(db) as store:
