@@ -8,6 +8,7 @@ a journal that cannot be replayed ends its match as aborted, with the reason, an
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -78,47 +79,15 @@ async def test_a_match_goes_on_after_a_graceful_restart(
     assert [e["verdict"] for e in shots[: len(told)]] == [v.verdict for v in told]
 
 
-async def test_a_journal_that_cannot_be_replayed_aborts_its_match_with_the_reason(
-    tmp_path: Path, nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
-) -> None:
-    async with trio.open_nursery() as first:
-        addr, shutdown = await start_server(first, tmp_path)
-        a, b, bad = await pair(addr, nursery, SMALL, "custody")
-        c, d, good = await pair(addr, nursery, SMALL, "custody")
-        bots = [Bot(x, "custody", i) for i, x in enumerate((a, b, c, d))]
-        await play_some(bots[0], bots[1], 2)
-        await play_some(bots[2], bots[3], 2)
-        shutdown.set()
-        await a.expect(m.Bye, skip=(m.Clock, m.ShotCalled, m.VerdictMsg))
+def _damage_a_row(db: Path, bad: bytes) -> None:
     # A damaged row, as an operator might find one after a disk fault.
-    with sqlite3.connect(tmp_path / "db.sqlite") as conn:
+    with sqlite3.connect(db) as conn:
         conn.execute("UPDATE journal SET entry = x'c1' WHERE match_id = ? AND n = 2", (bad.hex(),))
-    addr2, _ = await start_server(nursery, tmp_path)
-    async with Store.open(tmp_path / "db.sqlite") as store:
-        aborted = await store.get_match(bad.hex())
-        assert aborted is not None and aborted.status == "aborted"
-        assert aborted.result["aborted"].startswith("entry 2: ")
-    bots[2].c = await connect(addr2, nursery, key=c.key)
-    bots[3].c = await connect(addr2, nursery, key=d.key)
-    await play_both(bots[2], bots[3])  # the other match goes on
-    assert verify_record(await _record(addr2, nursery, good)).ok
 
 
-async def test_a_damaged_journal_file_aborts_the_match_that_lost_an_entry_only(
-    tmp_path: Path, nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
-) -> None:
-    async with trio.open_nursery() as first:
-        addr, shutdown = await start_server(first, tmp_path)
-        a, b, bad = await pair(addr, nursery, SMALL, "custody")
-        c, d, good = await pair(addr, nursery, SMALL, "custody")
-        bots = [Bot(x, "custody", i) for i, x in enumerate((a, b, c, d))]
-        await play_some(bots[0], bots[1], 2)
-        await play_some(bots[2], bots[3], 2)
-        shutdown.set()
-        await a.expect(m.Bye, skip=(m.Clock, m.ShotCalled, m.VerdictMsg))
+def _damage_the_file(db: Path, bad: bytes) -> None:
     # Both journals back in the server's log file, where a killed server leaves its latest rows,
     # with one frame of one match damaged by a disk fault.
-    db = tmp_path / "db.sqlite"
     with sqlite3.connect(db) as conn:
         query = "SELECT match_id, n, entry FROM journal ORDER BY n, match_id"
         rows = conn.execute(query).fetchall()
@@ -127,11 +96,37 @@ async def test_a_damaged_journal_file_aborts_the_match_that_lost_an_entry_only(
     at = [(mid, n) for mid, n, _ in rows].index((bad.hex(), 2))
     frames[at] = frames[at][:-1] + bytes([frames[at][-1] ^ 1])
     Path(str(db) + SUFFIX).write_bytes(b"".join(frames))
+
+
+@pytest.mark.parametrize(
+    ("damage", "reason"),
+    [
+        (_damage_a_row, "entry 2: "),  # replayed, and refused by the referee
+        (_damage_the_file, "entry 2 of the journal is missing"),  # lost by the file
+    ],
+)
+async def test_a_journal_that_cannot_be_replayed_aborts_its_match_with_the_reason(
+    tmp_path: Path,
+    nursery: trio.Nursery,
+    autojump_clock: trio.testing.MockClock,
+    damage: Callable[[Path, bytes], None],
+    reason: str,
+) -> None:
+    async with trio.open_nursery() as first:
+        addr, shutdown = await start_server(first, tmp_path)
+        a, b, bad = await pair(addr, nursery, SMALL, "custody")
+        c, d, good = await pair(addr, nursery, SMALL, "custody")
+        bots = [Bot(x, "custody", i) for i, x in enumerate((a, b, c, d))]
+        await play_some(bots[0], bots[1], 2)
+        await play_some(bots[2], bots[3], 2)
+        shutdown.set()
+        await a.expect(m.Bye, skip=(m.Clock, m.ShotCalled, m.VerdictMsg))
+    damage(tmp_path / "db.sqlite", bad)
     addr2, _ = await start_server(nursery, tmp_path)
-    async with Store.open(db) as store:
+    async with Store.open(tmp_path / "db.sqlite") as store:
         aborted = await store.get_match(bad.hex())
         assert aborted is not None and aborted.status == "aborted"
-        assert aborted.result["aborted"] == "entry 2 of the journal is missing"
+        assert aborted.result["aborted"].startswith(reason)
     bots[2].c = await connect(addr2, nursery, key=c.key)
     bots[3].c = await connect(addr2, nursery, key=d.key)
     await play_both(bots[2], bots[3])  # the other match goes on
