@@ -4,7 +4,10 @@ A running match's journal (``server/journal.py``) is appended in batches, read w
 server starts again, and dropped when the match ends (its record then holds what matters). Resume
 tokens are kept as SHA-256 hashes: a stolen database gives no token that resumes anything.
 
-On SQLite the rows land in ``journal_log`` (schema 6), in the order they are stored, with no index
+A server alone on a SQLite database appends its rows to a file of its own instead
+(``server/journal_file.py``); :meth:`JournalStore.import_journal_file` moves a sealed file's rows
+of running matches into ``journal`` and removes it. Nodes of a cluster on SQLite write the rows
+to ``journal_log`` (schema 6), in the order they are stored, with no index
 to update: one page at the table's end per batch, where ``journal``'s ``(match_id, n)`` index took
 one page per match in the batch. :meth:`JournalStore.compact_journal` moves the log's rows of
 running matches into ``journal`` in bulk (sorted, so that each index page is written once per
