@@ -14,10 +14,8 @@ per batch next to the baseline measured in the same run: a bare ``os.write`` of 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import sqlite3
 import statistics
 import tempfile
 import time
@@ -26,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+import trio
 
 from .figures import machine
 
@@ -39,14 +38,15 @@ def _ways(folder: Path) -> tuple[dict[str, Callable[[int], object]], Callable[[]
     """Each way to store one row, by name, and what closes them all."""
     from seabattle.server.journal import DirectWriter
     from seabattle.server.journal_file import SUFFIX, FileLog
+    from seabattle.server.store import Store
 
     db = folder / "bench.sqlite"
-    with contextlib.closing(sqlite3.connect(db)) as conn:
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute(
-            "CREATE TABLE journal_log (id INTEGER PRIMARY KEY, match_id TEXT, n INTEGER,"
-            " entry BLOB)"
-        )
+
+    async def create() -> None:
+        async with Store.open(db):  # the server's own schema and settings
+            pass
+
+    trio.run(create)
     log = FileLog(str(db) + SUFFIX)
     direct = DirectWriter(str(db))
     bare = os.open(folder / "bare", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
