@@ -30,7 +30,7 @@ import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.protocol import messages as m
 from seabattle.protocol.errors import ErrorCode, RemoteProtocolError
-from seabattle.protocol.session import REDIRECT, TEAMS, Role
+from seabattle.protocol.session import LEAN, REDIRECT, TEAMS, Role
 from seabattle.protocol.ticket import open_ticket
 
 from .botplay import BotResult, feed_view, play_bot, play_match
@@ -124,6 +124,7 @@ class Client:
         addr: tuple[str, int] | None = None,
         also: Sequence[tuple[str, int]] = (),
         reconnect_for: float = 0.0,
+        caps: Sequence[str] = (TEAMS, LEAN),
     ) -> None:
         self.wire = wire
         self.key = key
@@ -134,6 +135,9 @@ class Client:
         #: where to reconnect: the address connected to, then the others given (a cluster's nodes)
         self._addrs: list[tuple[str, int]] = [addr, *also] if addr is not None else []
         self._reconnect_for = reconnect_for
+        #: the capabilities offered on every connection (a reconnect's and a redirect's add
+        #: ``redirect``); those agreed on the current one are in ``wire.caps``
+        self.caps = tuple(caps)
         self._bye: str | None = None  # the reason of the last bye the server sent
         #: ``host:port`` of each node a redirect moved this client to, in order (spec 4.10)
         self.moves: builtins.list[str] = []
@@ -353,7 +357,7 @@ class Client:
                     wire,
                     self.key,
                     self.name,
-                    caps=(REDIRECT, TEAMS),
+                    caps=(REDIRECT, *(c for c in self.caps if c != REDIRECT)),
                     resume=token,
                     expect_server=self.server_key,
                 )
@@ -469,13 +473,15 @@ async def connect(
     follow: bool = True,
     reconnect_for: float = 120.0,
     also: Sequence[tuple[str, int]] = (),
+    lean: bool = True,
 ) -> AsyncIterator[Client]:
     """Connect, authenticate (a fresh guest key when ``key`` is ``None``) and yield a client.
 
     ``stream`` replaces the TCP connection (tests pass an in-memory stream). One reader task runs
     for as long as the ``async with`` body does. ``follow``: offer the capability ``redirect``,
     so that a server of several nodes may move this client to the node its match runs on (it
-    does so by itself, :meth:`Client._follow`).
+    does so by itself, :meth:`Client._follow`). ``lean``: offer the capability ``lean``, so that
+    the server sends no copy of this client's own moves (the match follows the turn itself).
 
     A connection that drops while a match runs is opened again, with backoff, for up to
     ``reconnect_for`` seconds (0: never), at ``host:port`` and then at the addresses in ``also``
@@ -494,7 +500,7 @@ async def connect(
     client: Client | None = None
     try:
         # The reference client plays team matches (spec 6.8) and, if asked, follows redirects.
-        caps = (REDIRECT, TEAMS) if follow else (TEAMS,)
+        caps = (REDIRECT,) * follow + (TEAMS,) + (LEAN,) * lean
         player, server_key = await client_handshake(wire, k, name, caps=caps)
         client = Client(
             wire,
@@ -506,6 +512,7 @@ async def connect(
             addr=addr,
             also=also,
             reconnect_for=reconnect_for,
+            caps=caps,
         )
         async with trio.open_nursery() as nursery:
             client._nursery = nursery

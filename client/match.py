@@ -32,6 +32,7 @@ from seabattle.protocol.grid import Cell, parse_cell
 from seabattle.protocol.inputs import Fire, GameEvent, GameOver, Radar
 from seabattle.protocol.record import head_of_bytes, load_record, pack_record
 from seabattle.protocol.rules import RuleSet, rules_from_dict
+from seabattle.protocol.session import LEAN
 from seabattle.protocol.verdict import Defender, Shot, Verdict
 from seabattle.protocol.verify import verify_record
 
@@ -160,6 +161,12 @@ class MatchHandle:
     def team_play(self) -> bool:
         """Whether this is a team match with one session per member (spec 6.8)."""
         return bool(self.rules and self.rules.team_size > 1 and self.teams)
+
+    @property
+    def lean(self) -> bool:
+        """Whether the session agreed ``lean`` (spec 4.2): no copy of our own moves comes back,
+        so our shot is known from its verdict and our verdict is applied as we send it."""
+        return LEAN in self.client.wire.caps
 
     @property
     def captain(self) -> bool:
@@ -345,6 +352,8 @@ class MatchHandle:
         elif isinstance(msg, m.Firing):
             await self._on_firing(msg)
         elif isinstance(msg, m.ShotCalled):
+            if self._unacked:
+                self._ack(m.Answer)  # lean: what follows our answer says it arrived
             if self.clock is not None and self.clock.kind == "shot":
                 # The shot was called: the mover's clock stopped. The answer clock that starts
                 # now is not announced (spec 5.4), so nothing is shown counting in its place.
@@ -353,6 +362,8 @@ class MatchHandle:
         elif isinstance(msg, m.VerdictMsg):
             self._on_verdict(msg)
         elif isinstance(msg, m.ShotLost):
+            if self._unacked:
+                self._ack(m.Answer)
             g = self.mirror
             if g is not None and g.phase is Phase.FIRING and g.turn == msg.seat:
                 if msg.why == "clock":
@@ -366,6 +377,8 @@ class MatchHandle:
             self._emit(Info(msg))
             self._maybe_turn(msg.next)
         elif isinstance(msg, m.RevealNow):
+            if self._unacked:
+                self._ack(m.Answer)
             if self.mode != "custody" and self.committed is not None:
                 reveal = self.committed.reveal().to_dict()
                 await self._send_unacked(m.RevealMsg(self.id, msg.game, reveal))
@@ -476,8 +489,7 @@ class MatchHandle:
             if blind and self.defender is not None:
                 cells = _cells(pending.get("cells", ()), self.rules)
                 shot = Shot(pending["n"], 1 - me, cells, bool(pending.get("radar")))
-                verdict = self.defender.answer(shot)
-                await self._send_unacked(m.Answer(self.id, game, verdict.to_dict()))
+                await self._answer(game, shot)
         elif phase == "reveal" and blind and self.committed is not None:
             await self._send_unacked(m.RevealMsg(self.id, game, self.committed.reveal().to_dict()))
         elif phase == "firing" and view.get("turn") == me:
@@ -595,10 +607,33 @@ class MatchHandle:
         if msg.seat == self.seat or self.mode == "custody" or self.defender is None:
             return
         shot = Shot(msg.n, msg.seat, cells, msg.radar)
+        await self._answer(msg.game, shot)
+
+    async def _answer(self, game: int, shot: Shot) -> None:
+        """Answer ``shot`` on our fleet; with ``lean`` no verdict on it comes back, so it is
+        applied here as sent, and whose turn follows is ours to know (8.4)."""
+        assert self.defender is not None and self.seat is not None
         verdict = self.defender.answer(shot)
         if self.tamper is not None:
             verdict = self.tamper(shot, verdict)
-        await self._send_unacked(m.Answer(self.id, msg.game, verdict.to_dict()))
+        await self._send_unacked(m.Answer(self.id, game, verdict.to_dict()))
+        if not self.lean:
+            return
+        g = self.mirror
+        nxt = self.defender.turn_after(shot)
+        if g is not None:
+            try:
+                g.answer(self.seat, verdict)
+                nxt = g.turn
+            except ProtocolError:
+                # Our own answer is one the referee refuses too (a test's tampering): its error
+                # follows, and our copy of the game no longer follows the referee's.
+                self.mirror = None
+                return
+            if g.phase is Phase.OVER:
+                return  # it ended the game (a tampered proof): game_over says so
+        self._emit(IncomingShot(game, shot.n, shot.cells, shot.radar, verdict))
+        self._maybe_turn(nxt)
 
     def _on_verdict(self, msg: m.VerdictMsg) -> None:
         assert self.rules is not None
@@ -606,6 +641,8 @@ class MatchHandle:
             self._ack(m.Answer)  # the verdict relayed is ours: our answer arrived
         else:
             self._moves_sent.clear()  # our move applied: nothing of this turn to send again
+            if self.clock is not None and self.clock.kind == "shot":
+                self.clock = None  # lean: no ``shot`` came to stop it
         cells = _cells(msg.cells, self.rules)
         try:
             v = Verdict.from_dict(msg.verdict)
@@ -614,6 +651,14 @@ class MatchHandle:
             return
         g = self.mirror
         crossed: tuple[Cell, ...] = ()
+        if g is not None and g.phase is Phase.FIRING and g.turn == msg.seat:
+            # No ``shot`` came before it (``lean``): the verdict repeats the shot's fields.
+            called = g
+            if msg.radar:
+                self._mirror_apply(lambda: called.feed(Radar(msg.seat, msg.member, cells[0])), None)
+            else:
+                self._mirror_apply(lambda: called.feed(Fire(msg.seat, msg.member, cells)), None)
+            g = self.mirror
         if g is not None:
             before = set(g.boards[1 - msg.seat].crossed)
             self._mirror_apply(lambda: g.answer(1 - msg.seat, v), 1 - msg.seat)

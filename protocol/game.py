@@ -591,7 +591,7 @@ class Game:
                     f"{need - board.hits} unhit ship cells",
                 )
             )
-        again = r.hit_again and any_hit
+        again = r.keeps_turn(any_hit)
         if not again:
             self.shots_taken[shot.seat] += 1
         self.turn = nxt = shot.seat if again else seat

@@ -265,6 +265,11 @@ class RuleSet:
         """Number of ship cells in a fleet (17 classic, 20 russian, 18 six-ship)."""
         return sum(s.length for s in self.fleet)
 
+    def keeps_turn(self, hit: bool) -> bool:
+        """Whether a single shot that ``hit`` (a ship cell) gives its shooter the next shot too
+        (8.4); a radar scan and a salvo always pass the turn."""
+        return self.hit_again and hit
+
     @property
     def is_salvo(self) -> bool:
         """Whether a turn calls several cells at once."""

@@ -359,6 +359,19 @@ class Defender:
             return SunkClaim(ship, self.committed.open_ship(ship))
         return SunkClaim(ship)
 
+    def turn_after(self, shot: Shot) -> int | None:
+        """Who moves once the referee has applied this defender's honest verdict on ``shot``
+        (given by :meth:`answer`; 8.4): ``None`` if it sank the whole fleet (the reveal follows),
+        the shooter if its hit keeps the turn, else this defender. What a client sent no copy of
+        its own verdict (the capability ``lean``) learns whose turn it is from."""
+        if self.destroyed:
+            return None
+        if shot.radar:
+            return 1 - shot.seat
+        rules, occupancy = self.rules, self.committed.occupancy
+        hit = any(occupancy[c.index(rules.cols)] for c in shot.cells)
+        return shot.seat if rules.keeps_turn(hit) else 1 - shot.seat
+
     @property
     def destroyed(self) -> bool:
         """Whether every ship cell has been hit."""

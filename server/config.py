@@ -67,6 +67,8 @@ class Peer(Protocol):
     follows: bool
     #: the session agreed the capability ``teams``: it may play a member of a team (spec 6.8)
     teams: bool
+    #: the session agreed the capability ``lean``: it gets no copy of its own moves (spec 4.2)
+    lean: bool
 
     def send(self, msg: m.Message) -> None:
         """Queue ``msg``; never blocks (a peer that cannot keep up is dropped instead)."""

@@ -277,35 +277,44 @@ class Referee:
             peers += self._spectators
         return peers
 
-    def _out(self, sends: list[Send], what: tuple[Any, ...] | None) -> None:
+    def _out(
+        self,
+        sends: list[Send],
+        what: tuple[Any, ...] | None,
+        sender: tuple[int, Peer] | None = None,
+    ) -> None:
         """Carry out what one call of the pure referee said: journal ``what`` (the call, as an
         entry; ``None`` if it changed nothing), then write ``sends``; wake the match task if its
-        time moved earlier."""
+        time moved earlier. ``sender`` is the seat and connection whose input the call applied."""
         urgent = self.core.urgent
         journal = self._journal
         if journal is None:
             if sends:
-                self._write(sends, urgent)
+                self._write(sends, urgent, sender)
         elif what is not None:
             assert self._clock is not None
             n, self._jn = self._jn, self._jn + 1
             row = (self.hex, n, entry(*what[:-1], self._clock.wall(what[-1])))
-            journal.append(row, partial(self._write, sends, urgent), self._lost)
+            journal.append(row, partial(self._write, sends, urgent, sender), self._lost)
         elif sends:
-            journal.after(partial(self._write, sends, urgent))
+            journal.after(partial(self._write, sends, urgent, sender))
         # It is woken only if it would otherwise sleep too long (its wake-up time moved earlier)
         # or the match is over; a later time is found when it wakes at the earlier one. Waking
         # it on every input cost a task switch, an Event and a tick per input.
         if self.core.over or self.core.wake_at < self._sleep_until:
             self._wake.set()
 
-    def _write(self, sends: list[Send], urgent: int | None) -> None:
+    def _write(
+        self, sends: list[Send], urgent: int | None, sender: tuple[int, Peer] | None = None
+    ) -> None:
         """Write ``sends``: what one input makes a peer receive leaves in one write per peer, and
         the peer who waits for it (the defender owing a verdict on a called shot, the shooter a
         verdict answers: ``urgent``) is written to first; the others are off the critical path.
+        A session that agreed ``lean`` is left out of the copies of its own moves (``sender``).
         """
         every = self._audience(ALL)
         corked = [(p, u) for p in every if (u := _cork(p)) is not None]
+        lean = [p for p in every if p.lean]
         try:
             for to, msg, member in sends:
                 self._observe(msg)
@@ -314,13 +323,36 @@ class Referee:
                     if peer is not None:
                         peer.send(msg)
                     continue
-                _broadcast(msg, every if to == ALL else self._audience(to))
+                peers = every if to == ALL else self._audience(to)
+                if lean:
+                    peers = self._lean(msg, peers, lean, sender)
+                _broadcast(msg, peers)
         finally:
             if corked:
                 first = self.seats[urgent].peer if urgent is not None else None
                 # sorted() is stable: the waiting peer first, the others in corking order.
                 for _, uncork in sorted(corked, key=lambda pu: pu[0] is not first):
                     uncork()
+
+    def _lean(
+        self, msg: m.Message, peers: list[Peer], lean: list[Peer], sender: tuple[int, Peer] | None
+    ) -> list[Peer]:
+        """``peers`` without the ``lean`` sessions that are not sent ``msg`` (spec 4.2, 5.6): the
+        one whose ``fire`` or ``radar`` called a ``shot``, the one whose ``answer`` gave a
+        ``verdict``, and in custody mode every one for a ``shot`` (its ``verdict`` comes in the
+        same write and repeats every field of it)."""
+        kind = type(msg)
+        if kind is m.ShotCalled:
+            assert isinstance(msg, m.ShotCalled)
+            if self.mode == "custody":
+                return [p for p in peers if p not in lean]
+            if sender is not None and msg.seat == sender[0]:
+                return [p for p in peers if p is not sender[1]]
+        elif kind is m.VerdictMsg and sender is not None:
+            assert isinstance(msg, m.VerdictMsg)
+            if msg.seat != sender[0]:
+                return [p for p in peers if p is not sender[1]]
+        return peers
 
     def _lost(self) -> None:
         """An input could not be journaled: what it caused is never sent, and the match ends."""
@@ -445,7 +477,9 @@ class Referee:
         :class:`ProtocolError` to refuse it."""
         core, now = self.core, trio.current_time()
         sends = core.receive(seat, msg, now, member)
-        self._out(sends, ("in", seat, m.encode(msg), now) if core.accepted else None)
+        peer = self.slot(seat, member or 0).peer
+        sender = (seat, peer) if peer is not None and peer.lean else None
+        self._out(sends, ("in", seat, m.encode(msg), now) if core.accepted else None, sender)
 
     def leave(self, seat: int) -> None:
         """``seat``'s player left the match: it forfeits the game in play and every later one."""

@@ -50,7 +50,14 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.common.netio import RECV_SIZE
 from seabattle.protocol import messages as m
 from seabattle.protocol.errors import ErrorCode, ProtocolError, RemoteProtocolError
-from seabattle.protocol.session import REDIRECT, SUPPORTED_VERSIONS, TEAMS, State, check_auth
+from seabattle.protocol.session import (
+    LEAN,
+    REDIRECT,
+    SUPPORTED_VERSIONS,
+    TEAMS,
+    State,
+    check_auth,
+)
 
 from .config import Limits, TokenBucket
 from .lobby import Lobby
@@ -108,6 +115,7 @@ class Client(Outbox):
         "challenge",
         "follows",
         "last_rx",
+        "lean",
         "teams",
     )
 
@@ -126,6 +134,8 @@ class Client(Outbox):
         self.follows = False
         #: the session agreed ``teams`` (spec 6.8): it may play a member of a team
         self.teams = False
+        #: the session agreed ``lean`` (spec 4.2): it is sent no copy of its own moves
+        self.lean = False
 
     @property
     def authed(self) -> bool:
@@ -326,7 +336,12 @@ class Client(Outbox):
         # A node of a cluster may send a client elsewhere, if the client can follow (4.10).
         self.follows = self.ident.lobby.cluster is not None and REDIRECT in msg.caps
         self.teams = TEAMS in msg.caps
-        caps = ((REDIRECT,) if self.follows else ()) + ((TEAMS,) if self.teams else ())
+        self.lean = LEAN in msg.caps
+        caps = tuple(
+            c
+            for c, agreed in ((REDIRECT, self.follows), (TEAMS, self.teams), (LEAN, self.lean))
+            if agreed
+        )
         # The highest version both speak (4.2; the connection refused hello without one).
         version = max(set(msg.versions) & set(SUPPORTED_VERSIONS))
         self.send(m.Welcome(version, caps, self.ident.public, self.challenge, self.ident.guests))

@@ -46,6 +46,7 @@ class _Spectator:
     name = "http-spectator"
     follows = False
     teams = False
+    lean = False
 
     def __init__(self, ref: Referee) -> None:
         self.ref = ref

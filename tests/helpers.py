@@ -415,6 +415,7 @@ class FakePeer:
         self.player, self.name, self.connected = player, player[:4], connected
         self.follows = False
         self.teams = True
+        self.lean = False
         self.got: list[m.Message] = []
         self.closed: str | None = None
 

@@ -30,7 +30,7 @@ from seabattle.protocol import messages as m
 from seabattle.protocol.codec import encode_frame
 from seabattle.protocol.errors import ErrorCode, LocalProtocolError, RemoteProtocolError
 from seabattle.protocol.record import verify_record
-from seabattle.protocol.session import MAX_C2S_FRAME, MAX_S2C_FRAME, Role, State
+from seabattle.protocol.session import LEAN, MAX_C2S_FRAME, MAX_S2C_FRAME, Role, State
 from seabattle.protocol.verdict import CellResult, Result, Shot, Verdict
 
 pytest.importorskip("seabattle.server.app")
@@ -66,6 +66,34 @@ async def test_two_bots_play_and_the_record_verifies(server: tuple[str, int], mo
         assert report.ok, report.reason
         ladder = await b.ladder()
         assert {row["player"] for row in ladder} >= {a.player, b.player}
+
+
+@pytest.mark.parametrize("mode", ["blind", "custody"])
+@pytest.mark.parametrize("lean", [(True, False), (False, True), (False, False)])
+@pytest.mark.parametrize(
+    "rules",
+    [{"preset": "russian"}, {"preset": "classic", "radar": True}],
+    ids=["hit-again", "radar"],
+)
+async def test_lean_and_plain_sessions_play_one_match(
+    server: tuple[str, int], mode: str, lean: tuple[bool, bool], rules: dict[str, Any]
+) -> None:
+    # Whether a session agreed `lean` (no copies of its own moves, spec 5.7) changes what it is
+    # sent, never the game: either kind follows whose turn it is, checks every verdict with its
+    # own copy of the game, and co-signs the same verified record. (Both lean: the test above.)
+    host, port = server
+    async with (
+        connect(host, port, name="a", lean=lean[0]) as a,
+        connect(host, port, name="b", lean=lean[1]) as b,
+    ):
+        assert [LEAN in c.wire.caps for c in (a, b)] == list(lean)
+        ha, hb = await quick_pair(a, b, rules, mode)
+        ra, rb = await both(ha, hb, "best", "density")
+        assert ra.won is not rb.won and not ra.lies and not rb.lies
+        assert not ha.disputed and not hb.disputed
+        report = verify_record(await a.get_record(ha.id))
+        assert report.ok, report.reason
+        assert [g.outcome and g.outcome["reason"] for g in report.games] == ["fleet_sunk"]
 
 
 async def test_create_and_join_by_invite_and_list(server: tuple[str, int]) -> None:

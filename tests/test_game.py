@@ -721,3 +721,38 @@ def test_an_answer_logs_the_map_it_was_parsed_from() -> None:
     assert [type(e) for e in events] == [VerdictGiven]
     assert g.transcript[-1]["verdict"] is wire
     assert wire == g.shots[-1][1].to_dict()  # what it would have logged
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    name=st.sampled_from(sorted(PRESETS)),
+    hit_again=st.booleans(),
+    radar=st.booleans(),
+    salvo=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_a_defender_knows_whose_turn_its_own_verdict_gives(
+    name: str, hit_again: bool, radar: bool, salvo: bool, seed: int
+) -> None:
+    # A lean client is sent no copy of its own verdict (spec 5.7): what its Defender says about
+    # the next mover must be what the game decides, shot after shot, to the end of the firing.
+    rules = preset(name)
+    if salvo:
+        rules = rules.replace(shots=ShotMode.SALVO_FIXED, hit_again=False, hit_again_shown=False)
+    else:
+        rules = rules.replace(hit_again=hit_again, hit_again_shown=False, radar=radar)
+    rng = random.Random(seed)
+    g, defenders = start(rules, rng, first=rng.randrange(2))
+    while g.phase is Phase.FIRING:
+        s = g.turn
+        assert s is not None
+        b = g.boards[1 - s]
+        if rules.radar and not b.radar_used and rng.random() < 0.2:
+            shot = g.radar(s, Cell(rng.randrange(rules.rows - 1), 0), g.caller(s))[0].shot
+        else:
+            cells = rng.sample(open_targets(g, s), g.shot_count(s))
+            shot = g.fire(s, cells, g.caller(s))[0].shot
+        assert shot is not None
+        g.answer(1 - s, defenders[1 - s].answer(shot))
+        assert defenders[1 - s].turn_after(shot) == g.turn
+    assert g.phase is Phase.REVEAL

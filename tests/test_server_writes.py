@@ -8,6 +8,7 @@ import random
 import secrets
 from pathlib import Path
 
+import pytest
 import trio
 import trio.testing
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -118,8 +119,11 @@ async def test_a_bye_sent_while_corked_still_leaves() -> None:
 class _CorkPeer:
     """A connection as a referee sees it, which can be corked; every write goes to ``log``."""
 
-    def __init__(self, player: str, log: list[tuple[str, list[m.Message]]]) -> None:
+    def __init__(
+        self, player: str, log: list[tuple[str, list[m.Message]]], lean: bool = False
+    ) -> None:
         self.player, self.name, self.connected = player, player[:4], True
+        self.follows, self.teams, self.lean = False, False, lean
         self.log = log
         self._held: list[m.Message] | None = None
 
@@ -145,11 +149,16 @@ class _CorkPeer:
 
 
 async def _match(
-    store: Store, nursery: trio.Nursery, mode: str, log: list[tuple[str, list[m.Message]]]
+    store: Store,
+    nursery: trio.Nursery,
+    mode: str,
+    log: list[tuple[str, list[m.Message]]],
+    lean: bool = False,
 ) -> tuple[Lobby, _CorkPeer, _CorkPeer, bytes]:
-    """A classic match in ``mode`` between two corkable peers whose writes go to ``log``."""
+    """A classic match in ``mode`` between two corkable peers whose writes go to ``log``
+    (``lean``: both agreed the capability)."""
     lobby = Lobby(store, Ed25519PrivateKey.generate(), nursery, Limits())
-    a, b = _CorkPeer(player_id("a"), log), _CorkPeer(player_id("b"), log)
+    a, b = _CorkPeer(player_id("a"), log, lean), _CorkPeer(player_id("b"), log, lean)
     for p in (a, b):
         await store.upsert_player(p.player, p.name, 0)
     await lobby.request(a, m.Create(1, {"preset": "classic"}, mode, True))
@@ -159,12 +168,13 @@ async def _match(
     return lobby, a, b, mid
 
 
+@pytest.mark.parametrize("lean", [False, True])
 async def test_a_custody_shot_is_one_write_per_player_the_shooter_first(
-    nursery: trio.Nursery,
+    nursery: trio.Nursery, lean: bool
 ) -> None:
     log: list[tuple[str, list[m.Message]]] = []
     async with Store.open(":memory:") as store:
-        lobby, a, b, mid = await _match(store, nursery, "custody", log)
+        lobby, a, b, mid = await _match(store, nursery, "custody", log, lean)
         ref = lobby.running[mid]
         rules = rules_from_dict({"preset": "classic"})
         rng = random.Random(7)
@@ -184,10 +194,14 @@ async def test_a_custody_shot_is_one_write_per_player_the_shooter_first(
                 shooter, m.Fire(mid, 1, (next(unfired[shooter.player]),), 0, seq)
             )
             writes = [(who, [type(x) for x in w]) for who, w in log]
-            # One write per player: the shot and its verdict (a clock may follow) together.
+            # One write per player: the shot and its verdict (a clock may follow) together; to a
+            # lean session the verdict alone, which repeats the shot.
             assert sorted(who for who, _ in writes) == sorted([a.player, b.player])
             for _, kinds in writes:
-                assert kinds[:2] == [m.ShotCalled, m.VerdictMsg]
+                if lean:
+                    assert kinds[0] is m.VerdictMsg and m.ShotCalled not in kinds
+                else:
+                    assert kinds[:2] == [m.ShotCalled, m.VerdictMsg]
             # The shooter, whom the verdict answers, is written to first.
             assert writes[0][0] == shooter.player
             verdict = next(x for _, w in log for x in w if isinstance(x, m.VerdictMsg))
@@ -195,12 +209,15 @@ async def test_a_custody_shot_is_one_write_per_player_the_shooter_first(
                 break
 
 
+@pytest.mark.parametrize("lean", [False, True])
 async def test_a_blind_shot_reaches_the_defender_first_and_its_verdict_the_shooter_first(
-    nursery: trio.Nursery,
+    nursery: trio.Nursery, lean: bool
 ) -> None:
+    # With ``lean`` the copies go: the shooter is not sent its own shot, nor the defender the
+    # verdict it gave.
     log: list[tuple[str, list[m.Message]]] = []
     async with Store.open(":memory:") as store:
-        lobby, a, b, mid = await _match(store, nursery, "blind", log)
+        lobby, a, b, mid = await _match(store, nursery, "blind", log, lean)
         ref = lobby.running[mid]
         rules = rules_from_dict({"preset": "classic"})
         rng = random.Random(3)
@@ -215,12 +232,14 @@ async def test_a_blind_shot_reaches_the_defender_first_and_its_verdict_the_shoot
         shooter, defender = (a, b)[g.turn], (a, b)[1 - g.turn]
         del log[:]
         await lobby.game_message(shooter, m.Fire(mid, 1, ("E5",), 0, 1))
-        assert [who for who, _ in log] == [defender.player, shooter.player]
+        copies = [] if lean else [shooter.player]
+        assert [who for who, _ in log] == [defender.player, *copies]
         assert g.pending is not None
         verdict = defenders[defender.player].answer(g.pending)
         del log[:]
         await lobby.game_message(defender, m.Answer(mid, 1, verdict.to_dict()))
-        assert [who for who, _ in log] == [shooter.player, defender.player]
+        copies = [] if lean else [defender.player]
+        assert [who for who, _ in log] == [shooter.player, *copies]
         assert all(isinstance(w[0], m.VerdictMsg) for _, w in log)
 
 

@@ -155,6 +155,14 @@ def test_every_message_has_receiver_rules_in_prose() -> None:
         assert f"- **`{tag}`**" in rules, f"no receiver rules for {tag!r} in section 5"
 
 
+def test_every_capability_the_code_speaks_is_defined_in_4_2() -> None:
+    # The capabilities the reference server agrees and the client offers (peer is session.py's).
+    section = _prose().split("### 4.2 Version and capabilities", 1)[1].split("### 4.3", 1)[0]
+    for cap in ("peer", session.REDIRECT, session.TEAMS, session.LEAN):
+        assert f"`{cap}`" in section, cap
+    assert "### 5.7 Lean sessions" in SPEC
+
+
 def test_every_end_reason_and_phase_appears_in_prose() -> None:
     prose = _prose()
     for reason in EndReason:

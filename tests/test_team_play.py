@@ -205,13 +205,14 @@ async def test_spectators_are_told_the_teams_and_every_caller(
         (0, [clients[0].player, clients[1].player]),
         (1, [clients[2].player, clients[3].player]),
     ]
-    # Every shot was called by the member the `turn` before it named.
+    # Every shot was called by the member the `turn` before it named (in custody a lean
+    # spectator is sent the verdict, which names the caller, and no `shot`).
     named: dict[int, int] = {}
     shots = 0
     for x in seen:
         if isinstance(x, m.Turn):
             named[x.seat] = x.member
-        elif isinstance(x, m.ShotCalled):
+        elif isinstance(x, m.VerdictMsg):
             assert named.get(x.seat) == x.member
             shots += 1
     assert shots > 0

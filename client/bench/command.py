@@ -114,8 +114,14 @@ QUICK = (
     "--durable",
     is_flag=True,
     help="The baselines also store each frame in a journal file before sending it on, as the"
-    " server's journal does (the blind one copies too): the least a server that loses no move"
-    " could cost.",
+    " server's journal does (with --echo the blind one copies too): the least a server that"
+    " loses no move could cost.",
+)
+@click.option(
+    "--echo",
+    is_flag=True,
+    help="The players do not offer the capability lean, so the server copies each player's own"
+    " moves back to it (4 frames a blind shot instead of 2), as before protocol revision 4.",
 )
 def bench(
     server: str | None,
@@ -137,16 +143,19 @@ def bench(
     db: str | None,
     copies: bool,
     durable: bool,
+    echo: bool,
 ) -> None:
     """Load-test a server with bot matches; every figure also as a ratio to a bare trio baseline."""
     if rules not in PRESETS:
         raise click.BadParameter(f"one of {', '.join(PRESETS)}", param_hint="--rules")
     modes = list(MODES) if mode == "both" else [mode]
     if quick:
-        scenarios = [Scenario(md, n, p, d) for md in modes for n, p, d in QUICK]
+        scenarios = [Scenario(md, n, p, d, echo=echo) for md in modes for n, p, d in QUICK]
     else:
         scenarios = [
-            Scenario(md, n, max(0.0, pace), duration, shots) for md in modes for n in _ints(matches)
+            Scenario(md, n, max(0.0, pace), duration, shots, echo)
+            for md in modes
+            for n in _ints(matches)
         ]
     # The started server reads it (children.bench_limits); the environment reaches the child.
     os.environ[JOURNAL_ENV] = "1" if journal else "0"

@@ -295,8 +295,9 @@ def run_bench(
     workers share the machine's cores with the generator). ``copies``: the blind baseline is
     the relay that also copies each frame back to its sender (as many writes as the server).
     ``durable``: the baselines also store each frame in a journal file before it goes on, as the
-    journal does (the blind one with the copies too): the least a durable server could cost."""
-    copies = copies or durable
+    journal does (the blind one with the copies too when the players do not agree ``lean``, so
+    that it writes as much as the server): the least a durable server could cost."""
+    copies = copies or (durable and any(sc.echo for sc in scenarios))
     rules = rules or preset("classic")
     if rules.shots is not ShotMode.SINGLE or rules.radar or rules.team_size != 1:
         raise click.ClickException("the bench plays single-shot rules without radar or teams")

@@ -23,7 +23,7 @@ from seabattle.protocol.errors import ErrorCode, ProtocolError
 from seabattle.protocol.fleet import Fleet, random_fleet
 from seabattle.protocol.grid import Cell
 from seabattle.protocol.rules import RuleSet
-from seabattle.protocol.session import Connection, Role, State, auth_payload
+from seabattle.protocol.session import LEAN, Connection, Role, State, auth_payload
 from seabattle.protocol.verdict import Defender, Shot
 
 from .children import _read_exact, _send
@@ -40,12 +40,14 @@ class Scenario:
     pace: float = 0.0
     duration: float = 10.0
     shots: int | None = None  #: stop each match after this many shots (None: run the duration)
+    #: the players do not offer ``lean``: the server copies each one's own moves back to it
+    echo: bool = False
 
     @property
     def label(self) -> str:
         """Short name for tables."""
         speed = "bot speed" if self.pace <= 0 else f"1 shot/{self.pace:g}s"
-        return f"{self.mode}, {self.matches} matches, {speed}"
+        return f"{self.mode}, {self.matches} matches, {speed}" + (", echo" if self.echo else "")
 
 
 @dataclass(slots=True)
@@ -254,7 +256,8 @@ class _Player(_Shooter):
     async def connect(self, addr: tuple[str, int], name: str) -> None:
         self.stream = await trio.open_tcp_stream(*addr)
         self.sock = direct(self.stream)
-        await self.send(m.Hello((2,), "seabattle-bench", ()))
+        caps = () if self.run.scenario.echo else (LEAN,)
+        await self.send(m.Hello((2,), "seabattle-bench", caps))
         w = await self.recv_until(m.Welcome)
         assert isinstance(w, m.Welcome)
         pub = self.key.public_key().public_bytes_raw()
@@ -288,8 +291,11 @@ class _Player(_Shooter):
             if msg.seat != self.seat and run.scenario.mode == "blind":
                 assert self.defender is not None
                 cells = tuple(run.cells[c] for c in msg.cells)
-                v = self.defender.answer(Shot(msg.n, msg.seat, cells, msg.radar))
+                shot = Shot(msg.n, msg.seat, cells, msg.radar)
+                v = self.defender.answer(shot)
                 await self.send(m.Answer(self.match, self.game, v.to_dict()))
+                if not run.scenario.echo and self.defender.turn_after(shot) == self.seat:
+                    self._turn()  # lean: no verdict of our own comes back to say so
         elif isinstance(msg, m.VerdictMsg):
             if msg.seat == self.seat and self.sent_at:
                 run.shot_done(time.perf_counter() - self.sent_at)

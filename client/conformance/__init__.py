@@ -37,6 +37,7 @@ from . import game  # noqa: F401
 from . import refusals  # noqa: F401
 from . import resume  # noqa: F401
 from . import teams  # noqa: F401
+from . import lean  # noqa: F401
 
 # isort: on
 from .command import conformance

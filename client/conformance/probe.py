@@ -287,9 +287,9 @@ class Probe(Traced):
         sig = self.key.sign(payload if good else payload[::-1])
         return m.Auth(self.pub, sig, self.name, resume)
 
-    async def login(self, resume: bytes | None = None) -> m.Authed:
-        """The whole handshake; returns ``authed``."""
-        await self.hello()
+    async def login(self, resume: bytes | None = None, caps: Sequence[str] = ()) -> m.Authed:
+        """The whole handshake, offering ``caps``; returns ``authed``."""
+        await self.hello(caps=caps)
         await self.send(self.auth_message(resume))
         a = await self.expect(m.Authed)
         assert isinstance(a, m.Authed)

@@ -31,6 +31,7 @@ __all__ = [
     "case",
     "check_verdict",
     "expect_game_over",
+    "expect_shot",
     "fire_and_answer",
 ]
 
@@ -58,16 +59,18 @@ class Suite:
         self.opened.append(p)
         return p
 
-    async def player(self, trace: Trace, name: str) -> Probe:
-        """A fresh connection, authenticated with a fresh guest key."""
+    async def player(self, trace: Trace, name: str, caps: Sequence[str] = ()) -> Probe:
+        """A fresh connection, authenticated with a fresh guest key (offering ``caps``)."""
         p = await self.connect(trace, name)
-        await p.login()
+        await p.login(caps=caps)
         return p
 
-    async def table(self, trace: Trace, mode: str = "blind", public: bool = False) -> Table:
-        """Two players in a new match of :data:`RULES`, up to the ``game`` message."""
-        a = await self.player(trace, "A")
-        b = await self.player(trace, "B")
+    async def table(
+        self, trace: Trace, mode: str = "blind", public: bool = False, caps: Sequence[str] = ()
+    ) -> Table:
+        """Two players (offering ``caps``) in a new match of :data:`RULES`, up to ``game``."""
+        a = await self.player(trace, "A", caps)
+        b = await self.player(trace, "B", caps)
         created = await a.ok(lambda i: m.Create(i, RULES, mode, public))
         mid = created.get("match")
         if not isinstance(mid, bytes) or len(mid) != 16:
@@ -176,6 +179,19 @@ def check_verdict(t: Table, v: m.VerdictMsg, shooter: int, cells: Sequence[Cell]
     return checked
 
 
+async def expect_shot(q: Probe, n: int, shooter: int, cell: Cell) -> m.ShotCalled:
+    """The next message ``q`` gets (noise aside) is ``shot`` number ``n`` by ``shooter`` at
+    ``cell``."""
+    sh = await q.expect(m.ShotCalled)
+    assert isinstance(sh, m.ShotCalled)
+    if (sh.n, sh.seat, list(sh.cells), sh.radar) != (n, shooter, [cell.label()], False):
+        raise CaseFailed(
+            f"{q.name}: shot is n={sh.n} seat={sh.seat} cells={list(sh.cells)}; expected "
+            f"n={n} seat={shooter} cells={[cell.label()]}"
+        )
+    return sh
+
+
 async def fire_and_answer(
     t: Table, shooter: int, cell: Cell, n: int, *, watchers: Sequence[Probe] = ()
 ) -> m.VerdictMsg:
@@ -187,13 +203,7 @@ async def fire_and_answer(
     await p.send(m.Fire(t.match, 1, (cell.label(),), 0, p.next_id()))
     everyone = [*t.seats, *watchers]
     for q in everyone:
-        sh = await q.expect(m.ShotCalled)
-        assert isinstance(sh, m.ShotCalled)
-        if (sh.n, sh.seat, list(sh.cells), sh.radar) != (n, shooter, [cell.label()], False):
-            raise CaseFailed(
-                f"{q.name}: shot is n={sh.n} seat={sh.seat} cells={list(sh.cells)}; expected "
-                f"n={n} seat={shooter} cells={[cell.label()]}"
-            )
+        await expect_shot(q, n, shooter, cell)
     sent: dict[str, Any] | None = None
     if t.mode == "blind":
         verdict = t.defenders[1 - shooter].answer(Shot(n, shooter, (cell,)))
