@@ -54,6 +54,7 @@ from seabattle.protocol import messages as m
 from seabattle.protocol.referee import Referee
 
 from .journal_file import FileLog
+from .outbox import one_flight
 
 __all__ = [
     "ONE_STATEMENT",
@@ -366,8 +367,9 @@ class Journal:
         if self._since >= self.compact_every:
             self._since = 0
             self._compact.set()
-        for h in batch:
-            try:
-                h.release()
-            except Exception:  # one peer's failure must not hold back the others' sends
-                _log.exception("releasing journaled sends failed")
+        with one_flight():  # what the batch makes a peer receive leaves in one write
+            for h in batch:
+                try:
+                    h.release()
+                except Exception:  # one peer's failure must not hold back the others' sends
+                    _log.exception("releasing journaled sends failed")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import trio
@@ -22,13 +23,39 @@ from .config import ContextLog
 if TYPE_CHECKING:
     from .session import Identity
 
-__all__ = ["WRITE_BATCH_BYTES", "Outbox"]
+__all__ = ["WRITE_BATCH_BYTES", "Outbox", "one_flight"]
 
 # A connection's log is the session's, whichever half writes to it.
 _log = logging.getLogger("seabattle.server.session")
 
 #: The writer sends the backlog in writes of at most this many bytes (a larger frame goes alone).
 WRITE_BATCH_BYTES = 256 * 1024
+
+
+#: The connections corked by the flight in progress (:func:`one_flight`), in the order corked.
+_flight: list[Outbox] | None = None
+
+
+@contextlib.contextmanager
+def one_flight() -> Iterator[None]:
+    """Every connection written to inside the block (which must not await) gets one write, at
+    its end, for all it was sent in it.
+
+    The journal releases a batch of inputs' sends in one: with ``lean`` players a defender sends
+    its ``answer`` and its next ``fire`` together, and the shooter then gets the verdict and the
+    next shot in one write instead of two. A referee's own cork (one input) nests inside it."""
+    global _flight
+    if _flight is not None:
+        yield
+        return
+    held: list[Outbox] = []
+    _flight = held
+    try:
+        yield
+    finally:
+        _flight = None
+        for box in held:
+            box.uncork()
 
 
 class Outbox:
@@ -144,6 +171,9 @@ class Outbox:
         if self._cork is not None:
             return False
         self._cork = []
+        if _flight is not None:
+            _flight.append(self)
+            return False  # the flight uncorks it, after everything in it was sent
         return True
 
     def uncork(self) -> None:

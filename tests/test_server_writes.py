@@ -23,6 +23,7 @@ from seabattle.protocol.verdict import Defender
 from seabattle.server.config import Limits
 from seabattle.server.lobby import Lobby
 from seabattle.server.metrics import Metrics
+from seabattle.server.outbox import one_flight
 from seabattle.server.session import Client
 from seabattle.server.store import Store
 
@@ -102,6 +103,29 @@ async def test_a_corked_client_writes_what_it_held_in_one_write_in_order() -> No
         [m.Ping(0), m.Ping(1), m.Ping(2)],
         [m.Pong(9)],
     ]
+
+
+async def test_one_flight_gives_each_client_one_write_for_several_corked_inputs() -> None:
+    # The journal releases a batch of inputs in one flight: a client that two inputs wrote to
+    # (a lean defender's answer and its next fire: the verdict, then the next shot) gets one
+    # write, and only at the flight's end; a cork of its own inside the flight changes nothing.
+    (a, sa, ident), (b, sb, _) = _client(), _client()
+    b.ident = ident
+    async with trio.open_nursery() as n:
+        ident.nursery = n
+        with one_flight():
+            for msg in (m.Ping(1), m.Ping(2)):  # as a referee writes one input's sends
+                corked = [c for c in (a, b) if c.cork()]
+                assert corked == []  # the flight holds them: the referee does not uncork
+                a.send(msg)
+            b.send(m.Pong(3))
+            await trio.testing.wait_all_tasks_blocked()
+            assert sa.writes == sb.writes == []
+        await trio.testing.wait_all_tasks_blocked()
+        a.send(m.Pong(4))  # after the flight: at once, on its own
+        await trio.testing.wait_all_tasks_blocked()
+    assert [_frames(w) for w in sa.writes] == [[m.Ping(1), m.Ping(2)], [m.Pong(4)]]
+    assert [_frames(w) for w in sb.writes] == [[m.Pong(3)]]
 
 
 async def test_a_bye_sent_while_corked_still_leaves() -> None:
