@@ -94,8 +94,9 @@ async def _pairs_on(addr: tuple[str, int], slot: int, until: float, tally: dict[
                     nursery.start_soon(_play_until_gone, p, link)
         for link in links:
             await link.stream.aclose()
-        # What the referee accepted: a blind shot is fire + answer, a custody one is fire.
-        shots = len(pair[0].told)
+        # What the referee accepted: a blind shot is fire + answer, a custody one is fire. The
+        # plain player of the pair is told every verdict (the lean one not those it gave).
+        shots = max(len(p.told) for p in pair)
         tally["inputs"] += shots * (2 if mode == "blind" else 1)
         tally["matches"] += pair[0].over
 

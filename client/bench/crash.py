@@ -37,7 +37,7 @@ from seabattle.protocol.fleet import random_fleet
 from seabattle.protocol.grid import Cell, parse_cell
 from seabattle.protocol.record import load_record, verify_record
 from seabattle.protocol.rules import RuleSet, rules_from_dict
-from seabattle.protocol.session import Connection, Role, auth_payload
+from seabattle.protocol.session import LEAN, Connection, Role, auth_payload
 from seabattle.protocol.verdict import Defender, Shot
 
 __all__ = ["Moved", "Player", "Server", "crash_run", "main"]
@@ -105,6 +105,9 @@ class Player:
     told: list[tuple[int, int, dict[str, Any]]] = field(default_factory=list)
     over: bool = False
     verdicts: int = 0  #: verdicts told since the last (re)connection
+    #: offer ``lean`` (spec 5.7): no copy of its own moves comes back, its own answer says
+    #: whose turn follows
+    lean: bool = False
 
     async def connect(self, addr: tuple[str, int], caps: tuple[str, ...] = ()) -> _Link:
         try:
@@ -112,7 +115,7 @@ class Player:
         except OSError:
             raise _Gone from None
         pub = self.key.public_key().public_bytes_raw()
-        await link.send(m.Hello((2,), "crash", caps))
+        await link.send(m.Hello((2,), "crash", caps + (LEAN,) * self.lean))
         w = await link.recv()
         assert isinstance(w, m.Welcome), w
         sig = self.key.sign(auth_payload(w.challenge, w.server, pub))
@@ -140,8 +143,11 @@ class Player:
     async def answer(self, link: _Link, n: int, seat: int, cells: Any) -> None:
         assert self.rules is not None and self.defender is not None
         at = tuple(parse_cell(c, self.rules.rows, self.rules.cols) for c in cells)
-        verdict = self.defender.answer(Shot(n, seat, at))
+        shot = Shot(n, seat, at)
+        verdict = self.defender.answer(shot)
         await link.send(m.Answer(self.match, self.game, verdict.to_dict()))
+        if self.lean and self.defender.turn_after(shot) == self.seat:
+            await self.fire(link)
 
     async def place(self, link: _Link) -> None:
         assert self.rules is not None
@@ -269,8 +275,15 @@ async def _setup(pair: list[Player], mode: str, addr: tuple[str, int]) -> list[_
 
 
 def _pair(mode: str, rng: random.Random, n: int) -> list[Player]:
+    """Two players, the first lean and the second not, so that every match has both kinds."""
     return [
-        Player(Ed25519PrivateKey.generate(), mode, random.Random(rng.random()), f"{mode}{n}{s}")
+        Player(
+            Ed25519PrivateKey.generate(),
+            mode,
+            random.Random(rng.random()),
+            f"{mode}{n}{s}",
+            lean=s == "a",
+        )
         for s in "ab"
     ]
 
