@@ -65,26 +65,26 @@ class _Rows:
 
 
 async def _forward(
-    src: trio.abc.Stream, dst: trio.abc.Stream, *, copy: bool = False, rows: _Rows | None = None
+    src: trio.abc.Stream, dsts: list[trio.abc.Stream], *, rows: _Rows | None = None
 ) -> None:
-    """Send whatever ``src`` receives to ``dst`` until ``src`` ends, with the server's own I/O
-    (:mod:`seabattle.common.netio`: direct reads and writes on a plain socket), so that the
-    baseline differs from the server by the game alone; ``copy``: back to ``src`` as well, as
-    the server gives a player its own shot and the verdict on its own answer; ``rows``: each
-    read stored first, as the journal stores each input before anything it causes is sent."""
-    rsock, wsock = direct(src), direct(dst)
+    """Send whatever ``src`` receives to each of ``dsts`` in turn until ``src`` ends, with the
+    server's own I/O (:mod:`seabattle.common.netio`: direct reads and writes on a plain socket),
+    so that the baseline differs from the server by the game alone. ``dsts``: the partner (the
+    relay), ``src`` itself (the echo), or both (the copies a server without ``lean`` gives a
+    player of its own moves; a custody shot's verdict to the defender too); ``rows``: each read
+    stored first, as the journal stores each input before anything it causes is sent."""
+    rsock = direct(src)
+    wsocks = [(d, direct(d)) for d in dsts]
+    single = len(wsocks) == 1
     while True:
         data = await rsock.receive() if rsock is not None else await src.receive_some(65536)
         if not data:
             return
-        if rows is not None:
-            data = bytes(data)
-            rows.store(data)
-        if copy:
+        if rows is not None or not single:
             data = bytes(data)  # a view of the shared buffer lasts only until the first await
-            await _send(dst, wsock, data)
-            await _send(src, rsock, data)
-        else:
+            if rows is not None:
+                rows.store(data)
+        for dst, wsock in wsocks:
             await _send(dst, wsock, data)
 
 
@@ -111,9 +111,11 @@ async def bare_server(
 ) -> None:
     """The baseline: ``relay`` pairs connections by token and forwards bytes; ``echo`` echoes;
     ``relay-copies`` is the relay that also sends each connection a copy of what it sent (the
-    server's four writes per blind shot, not the relay's two). A ``+journal`` kind
-    (``relay-copies+journal``, ``echo+journal``) also stores each read in the journal file beside
-    ``db`` before it goes on: the journal's cost, without the game.
+    four writes a blind shot costs a server whose players do not agree ``lean``, not the relay's
+    two); ``echo-copies`` pairs connections too and echoes what one sends, then copies it to the
+    other (a custody shot's two writes: the verdict to the shooter and to the defender). A
+    ``+journal`` kind (``relay+journal``, ``echo-copies+journal``, ...) also stores each read in
+    the journal file beside ``db`` before it goes on: the journal's cost, without the game.
 
     Every connection first sends a 16-byte pairing token and waits for one byte (``go``). Then the
     relay forwards whatever a connection sends to its partner, the echo sends it back: the same
@@ -132,7 +134,7 @@ async def bare_server(
             token = await _read_exact(stream, _TOKEN)
             if kind == "echo":
                 await stream.send_all(b"\x01")
-                await _forward(stream, stream, rows=rows)
+                await _forward(stream, [stream], rows=rows)
                 return
             first = waiting.pop(token, None)
             if first is None:
@@ -152,8 +154,13 @@ async def bare_server(
                 await peer.send_all(b"\x01")
                 box.append(stream)
                 ready.set()
+            dsts = {
+                "relay": [peer],
+                "relay-copies": [peer, stream],
+                "echo-copies": [stream, peer],
+            }[kind]
             try:
-                await _forward(stream, peer, copy=kind == "relay-copies", rows=rows)
+                await _forward(stream, dsts, rows=rows)
             finally:
                 await trio.aclose_forcefully(peer)
 

@@ -107,15 +107,16 @@ QUICK = (
 @click.option(
     "--copies",
     is_flag=True,
-    help="The blind baseline also copies each frame back to its sender: as many writes per shot"
-    " as the server (4, the relay's 2).",
+    help="Each baseline writes as many frames a shot as the server: the custody echo also copies"
+    " each verdict to a second, defending connection (2 writes, the echo's 1); with --echo the"
+    " blind relay also copies each frame back to its sender (4, the relay's 2).",
 )
 @click.option(
     "--durable",
     is_flag=True,
     help="The baselines also store each frame in a journal file before sending it on, as the"
-    " server's journal does (with --echo the blind one copies too): the least a server that"
-    " loses no move could cost.",
+    " server's journal does, and write as many frames as the server (--copies): the least a"
+    " server that loses no move could cost.",
 )
 @click.option(
     "--echo",

@@ -90,15 +90,18 @@ async def drive(
     seed: int = 1,
     progress: Progress | None = None,
     verify_records: int = 0,
+    defender_copy: bool = False,
 ) -> dict[str, Any]:
     """Run scenario ``sc`` against ``addr`` (process ``pid``, or processes, if local); return
-    its figures."""
+    its figures. ``defender_copy``: the custody baseline is ``echo-copies`` (a defending
+    connection beside each shooter's)."""
     run = _make_run(sc, rules, seed)
+    run.defender_copy = defender_copy
     # Several addresses (the workers of one server): matches go round them.
     addrs = addr if isinstance(addr, list) else [addr]
     rss0 = _rss_kb(pid)
     setup = _setup_bare if bare else _setup_match
-    conns = sc.matches * (1 if bare and sc.mode == "custody" else 2)
+    conns = sc.matches * (1 if bare and sc.mode == "custody" and not defender_copy else 2)
     task = None
     if progress is not None:
         kind = "baseline" if bare else "target"
@@ -275,6 +278,19 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return a / b
 
 
+def baseline_kind(sc: Scenario, copies: bool, durable: bool) -> str:
+    """The bare server (:func:`~.children.bare_server`) that ``sc`` is measured against: the
+    relay (blind) or the echo (custody); with ``copies`` it writes as many frames a shot as the
+    server does (blind: a copy back to each sender only where the players do not agree
+    ``lean``; custody: the verdict to the defender's connection too); ``durable`` adds the
+    journal file."""
+    if sc.mode == "blind":
+        kind = "relay-copies" if copies and sc.echo else "relay"
+    else:
+        kind = "echo-copies" if copies else "echo"
+    return kind + ("+journal" if durable else "")
+
+
 def run_bench(
     scenarios: list[Scenario],
     *,
@@ -292,12 +308,11 @@ def run_bench(
 ) -> dict[str, Any]:
     """Run every scenario ``repeat`` times against the target and the baseline; the report.
     ``workers`` > 1: the started server is ``seabattle serve --workers`` (not pinned: its
-    workers share the machine's cores with the generator). ``copies``: the blind baseline is
-    the relay that also copies each frame back to its sender (as many writes as the server).
-    ``durable``: the baselines also store each frame in a journal file before it goes on, as the
-    journal does (the blind one with the copies too when the players do not agree ``lean``, so
-    that it writes as much as the server): the least a durable server could cost."""
-    copies = copies or (durable and any(sc.echo for sc in scenarios))
+    workers share the machine's cores with the generator). ``copies``: each baseline writes as
+    many frames a shot as the server (:func:`baseline_kind`). ``durable``: the baselines also
+    store each frame in a journal file before it goes on, as the journal does, and write as
+    many frames as the server: the least a durable server could cost."""
+    copies = copies or durable
     rules = rules or preset("classic")
     if rules.shots is not ShotMode.SINGLE or rules.radar or rules.team_size != 1:
         raise click.ClickException("the bench plays single-shot rules without radar or teams")
@@ -329,11 +344,7 @@ def run_bench(
                     seed = 1 + rep + 1000 * n_sc
                     kinds: list[str] = ["server"]
                     if baseline:
-                        blind = "relay-copies" if copies else "relay"
-                        kinds.append(
-                            (blind if sc.mode == "blind" else "echo")
-                            + ("+journal" if durable else "")
-                        )
+                        kinds.append(baseline_kind(sc, copies, durable))
                     for kind in kinds:
                         work = Path(tmp) / f"{n_sc}-{rep}-{kind}"
                         work.mkdir()
@@ -376,6 +387,7 @@ def run_bench(
                                         seed=seed,
                                         progress=progress,
                                         verify_records=want,
+                                        defender_copy=kind.startswith("echo-copies"),
                                     )
                                 )
                         records.extend(res.pop("records", []))
@@ -399,6 +411,7 @@ def run_bench(
                         "target": target,
                         "baseline": base,
                         "ratios": ratios,
+                        "baseline_kind": baseline_kind(sc, copies, durable) if baseline else None,
                         "runs": {"target": target_runs, "baseline": base_runs},
                     }
                 )

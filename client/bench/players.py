@@ -81,6 +81,8 @@ class _Run:
     go: bool = False  #: nobody fires before every match is set up
     paces: list[_Pace] = field(default_factory=list)
     held: list[_Shooter] = field(default_factory=list)
+    #: the custody baseline copies each verdict to a second, defending connection (echo-copies)
+    defender_copy: bool = False
 
     def start_firing(self) -> None:
         """Give the go: every match fires from now on, each at its own phase."""
@@ -484,14 +486,15 @@ async def _setup_bare(
     run.paces.append(pace)
     match = rng.randbytes(16)
     attacker = _BarePlayer(run, pace, 0, match)
-    if sc.mode == "custody":
+    if sc.mode == "custody" and not run.defender_copy:
         await attacker.connect(addr, match)
         attacker._turn()
         nursery.start_soon(_guarded, run, attacker.play)
         return
     defender = _BarePlayer(run, pace, 1, match)
-    committed = Committed(run.rules, rng.choice(run.fleets), rng.randbytes(32), match, 1, 1)
-    defender.defender = Defender(committed)
+    if sc.mode == "blind":
+        committed = Committed(run.rules, rng.choice(run.fleets), rng.randbytes(32), match, 1, 1)
+        defender.defender = Defender(committed)
     async with trio.open_nursery() as pair:
         pair.start_soon(attacker.connect, addr, match)
         pair.start_soon(defender.connect, addr, match)

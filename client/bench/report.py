@@ -14,6 +14,14 @@ from .figures import BARS, FIGURES, GENERATOR_LIMIT_PCT, HUMAN_BAR_MATCHES, MODE
 
 __all__ = ["judge", "print_report"]
 
+#: How each baseline (:func:`~.measure.baseline_kind`) is named in the tables.
+_BASELINES = {
+    "relay": "bare relay",
+    "relay-copies": "bare relay + copies",
+    "echo": "bare echo",
+    "echo-copies": "bare echo + defender copy",
+}
+
 
 def judge(results: list[dict[str, Any]], verify: dict[str, Any]) -> dict[str, Any]:
     """Each bar of issue 5 against the scenarios that measure it (``None``: not measured)."""
@@ -104,10 +112,9 @@ def print_report(report: dict[str, Any], console: Console) -> None:
         + ("; server and generator pinned to cores 0 and 1" if report["pinned"] else "")
     )
     for sc in report["scenarios"]:
-        base_kind = "bare relay" if sc["mode"] == "blind" else "bare echo"
-        if sc["mode"] == "blind" and report.get("baseline_copies"):
-            base_kind += " + copies"
-        if report.get("baseline_journal"):
+        kind = sc.get("baseline_kind") or ("relay" if sc["mode"] == "blind" else "echo")
+        base_kind = _BASELINES[kind.removesuffix("+journal")]
+        if kind.endswith("+journal"):
             base_kind += " + journal"
         t = Table(
             title=f"{sc['label']} (median of {sc['repeat']}; {sc['target']['connections']} "
