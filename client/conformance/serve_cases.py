@@ -22,7 +22,7 @@ from seabattle.protocol.record import head_of_bytes, load_record, pack_record
 from seabattle.protocol.verdict import Shot, Verdict
 
 from .probe import describe
-from .results import CaseFailed, Trace
+from .results import CaseFailed, NotImplementedCase, Trace
 from .serve_script import Lie, PeerHost, RefereedMatch, handshake
 from .serve_stage import Remote, Stage
 
@@ -63,10 +63,12 @@ def _frame(body: bytes) -> bytes:
     return len(body).to_bytes(4, "big") + body
 
 
-async def _ready(stage: Stage, t: Trace) -> tuple[Remote, bytes, Ed25519PrivateKey]:
+async def _ready(
+    stage: Stage, t: Trace, lean: bool = False
+) -> tuple[Remote, bytes, Ed25519PrivateKey]:
     r = await stage.accept()
     key = Ed25519PrivateKey.generate()
-    auth = await handshake(r, key)
+    auth = await handshake(r, key, lean=lean)
     return r, auth.key, key
 
 
@@ -235,8 +237,12 @@ async def _unknown_ref(stage: Stage, t: Trace) -> None:
 # -- 5.5, 5.6, 10, 11 a refereed match -------------------------------------------------------------
 
 
-async def _match(stage: Stage, t: Trace) -> tuple[RefereedMatch, list[m.CoSign]]:
-    r, pub, key = await _ready(stage, t)
+async def _match(
+    stage: Stage, t: Trace, lean: bool = False
+) -> tuple[RefereedMatch, list[m.CoSign]]:
+    r, pub, key = await _ready(stage, t, lean)
+    if lean and not r.lean:
+        raise NotImplementedCase("the client does not offer the capability lean (optional)")
     game = RefereedMatch(r, t, key, pub, random.Random(secrets.randbits(64)))
     await game.lobby()
     t.expect(
@@ -259,7 +265,11 @@ async def _match(stage: Stage, t: Trace) -> tuple[RefereedMatch, list[m.CoSign]]
     "one cosign of the record head",
 )
 async def _game(stage: Stage, t: Trace) -> None:
-    game, cosigns = await _match(stage, t)
+    _honest(*await _match(stage, t), t)
+
+
+def _honest(game: RefereedMatch, cosigns: list[m.CoSign], t: Trace) -> None:
+    """The honest match ``game`` went by the rules, and its record was co-signed."""
     assert game.ref is not None
     if game.refused:
         raise CaseFailed(f"the referee refused the client's input: {game.refused[0]}")
@@ -273,6 +283,19 @@ async def _game(stage: Stage, t: Trace) -> None:
         raise CaseFailed("the client did not co-sign an honest record (5.5: it SHOULD)")
     game.check_cosign(cosigns[0])
     t.notes.append(f"mode {game.mode}, client in seat {game.seat}")
+
+
+@client_case(
+    "c5.7-lean",
+    "5.7 Lean sessions",
+    "A whole honest match without copies of the client's own moves",
+    "A lean client MUST: [...] take a `verdict` on a shot of its own seat that no `shot` preceded "
+    "as that `shot` and then that `verdict` [...] apply its own `answer` as it sends it",
+    "lean agreed: a legal game with no shot copy and no verdict copy sent to the client (it fires "
+    "on its turn after its own answer), and one cosign of the record head",
+)
+async def _lean(stage: Stage, t: Trace) -> None:
+    _honest(*await _match(stage, t, lean=True), t)
 
 
 def _forged_opening(seat: Callable[[], int]) -> Lie:

@@ -41,7 +41,7 @@ from seabattle.protocol.record import (
 )
 from seabattle.protocol.referee import Referee, seat_bit
 from seabattle.protocol.rules import BadRules, rules_from_dict
-from seabattle.protocol.session import check_auth
+from seabattle.protocol.session import LEAN, check_auth
 from seabattle.protocol.verdict import Defender, Shot, Verdict
 
 from .probe import RULES, describe
@@ -67,9 +67,15 @@ def _verifies(key: bytes, sig: bytes, data: bytes) -> bool:
 
 
 async def handshake(
-    r: Remote, key: Ed25519PrivateKey, *, peer: bool = False, version: int = PROTOCOL_VERSION
+    r: Remote,
+    key: Ed25519PrivateKey,
+    *,
+    peer: bool = False,
+    version: int = PROTOCOL_VERSION,
+    lean: bool = False,
 ) -> m.Auth:
-    """Play the server's side of 5.6 step 1 and check the client's part of it (4.1 to 4.3)."""
+    """Play the server's side of 5.6 step 1 and check the client's part of it (4.1 to 4.3);
+    ``lean``: agree the capability if the client offers it (``r.lean`` says whether it did)."""
     r.trace.expect(
         f"hello{{versions with {PROTOCOL_VERSION}}}, then auth signed over the payload of 4.3"
     )
@@ -83,7 +89,8 @@ async def handshake(
         raise CaseFailed("a joining peer offers the capability peer in hello.caps (6.7 step 1)")
     pub = key.public_key().public_bytes_raw()
     challenge = os.urandom(32)
-    caps = ("peer",) if peer else ()
+    r.lean = lean and not peer and LEAN in hello.caps
+    caps = ("peer",) if peer else (LEAN,) if r.lean else ()
     r.peer = peer
     await r.send(m.Welcome(version, caps, pub, challenge, True))
     auth = await r.expect(m.Auth)
@@ -204,12 +211,21 @@ class RefereedMatch:
         pending = list(sends)
         while pending:
             to, msg, _member = pending.pop(0)
-            if to & mine:
+            if to & mine and not self._copy(msg):
                 await self.r.send(self.lie(msg))
             if to & theirs:
                 answer = self._opponent(msg)
                 if answer is not None:
                     pending.extend(ref.receive(1 - self.seat, answer, trio.current_time()))
+
+    def _copy(self, msg: m.Message) -> bool:
+        """Whether ``msg`` is a copy a lean client is not sent (5.7): its own shot, the verdict
+        on its own answer, or in custody mode any shot."""
+        if not self.r.lean:
+            return False
+        if isinstance(msg, m.ShotCalled):
+            return self.mode == "custody" or msg.seat == self.seat
+        return isinstance(msg, m.VerdictMsg) and self.mode == "blind" and msg.seat != self.seat
 
     def _opponent(self, msg: m.Message) -> m.Message | None:
         """The suite's honest opponent: commit, fire in grid order, answer, reveal."""

@@ -62,6 +62,7 @@ class Remote(Traced):
             stream, trace, timeout, FrameDecoder(MAX_C2S_FRAME), sent_as="S", got_as="C"
         )
         self.peer = False  #: a peer session: game messages travel both ways (6.7)
+        self.lean = False  #: the session agreed ``lean``: no copies of the client's moves (5.7)
         self.ids: set[int] = set()  #: request ids and shot seqs the client used (4.4)
 
     def _check(self, msg: m.Message) -> None:
