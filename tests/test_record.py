@@ -36,7 +36,14 @@ from seabattle.protocol.record import (
     sign_record,
     verify_record,
 )
-from seabattle.protocol.rules import MatchFormat, RuleSet, preset
+from seabattle.protocol.rules import (
+    MatchFormat,
+    RuleSet,
+    SalvoReport,
+    ShotMode,
+    SunkReport,
+    preset,
+)
 from seabattle.protocol.verdict import Defender
 
 SEAT0, SEAT1, REFEREE, OTHER = (
@@ -92,6 +99,34 @@ def reason_of(signed: Record) -> str:
 
 
 # -- honest records --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "rules",
+    [
+        BEST_OF_3,
+        preset("russian").replace(sunk=SunkReport.SHOWN),
+        preset("classic").replace(shots=ShotMode.SALVO_FIXED, salvo_report=SalvoReport.TOTAL),
+        preset("classic").replace(radar=True),
+    ],
+    ids=["best-of-3", "shown-sinkings", "salvo-totals", "radar"],
+)
+def test_a_built_record_is_canonical_and_shares_nothing_with_the_match(rules: RuleSet) -> None:
+    # build_record skips the deep copy where the transcript's rebuilt maps are canonical
+    # already: the record must still be canonical as it stands (its plain packing is its
+    # canonical bytes), and a change to it must not reach the games it was built from.
+    m = match_of(rules, 5)
+    record = build_record(m, PLAYERS, REFEREE.public_key())
+    assert msgpack.packb(record, use_bin_type=True) == canonical_pack(record)
+    assert pack_record(record) == canonical_pack(record)
+    before = copy.deepcopy(list(m.games[0].transcript))
+    for entry in record["games"][0]["transcript"]:
+        for v in entry.values():
+            if isinstance(v, dict):
+                v["mutated"] = True
+        entry["in"] = "mutated"
+    assert list(m.games[0].transcript) == before
+    assert build_record(m, PLAYERS, REFEREE.public_key())["games"][0]["transcript"] == before
 
 
 def test_a_refereed_record_verifies_from_itself_alone(refereed: Record) -> None:
