@@ -151,6 +151,8 @@ class MatchHandle:
         #: not yet acknowledged: what a ``RATE_LIMITED`` refusal without a ``ref`` may have dropped.
         self._unacked: list[m.Message] = []
         self._moves_sent: dict[int, m.Message] = {}  # seq -> fire/radar, to resend the same seq
+        #: (game, n) of the last verdict of ours applied as sent (``lean``), not to apply twice
+        self._applied: tuple[int, int] | None = None
         self._backoff = _BACKOFF
         self._send, self._recv = trio.open_memory_channel[MatchEvent](math.inf)
         self._done = False
@@ -632,6 +634,7 @@ class MatchHandle:
                 return
             if g.phase is Phase.OVER:
                 return  # it ended the game (a tampered proof): game_over says so
+        self._applied = (game, shot.n)
         self._emit(IncomingShot(game, shot.n, shot.cells, shot.radar, verdict))
         self._maybe_turn(nxt)
 
@@ -639,6 +642,10 @@ class MatchHandle:
         assert self.rules is not None
         if msg.seat != self.seat:
             self._ack(m.Answer)  # the verdict relayed is ours: our answer arrived
+            if (msg.game, msg.n) == self._applied:
+                # A copy of the verdict we gave and applied ourselves (lean: a session resumed
+                # while it was on its way): nothing new, and applying it twice would be refused.
+                return
         else:
             self._moves_sent.clear()  # our move applied: nothing of this turn to send again
             if self.clock is not None and self.clock.kind == "shot":

@@ -337,7 +337,7 @@ class Referee:
     def _lean(
         self, msg: m.Message, peers: list[Peer], lean: list[Peer], sender: tuple[int, Peer] | None
     ) -> list[Peer]:
-        """``peers`` without the ``lean`` sessions that are not sent ``msg`` (spec 4.2, 5.6): the
+        """``peers`` without the ``lean`` sessions that are not sent ``msg`` (spec 5.7): the
         one whose ``fire`` or ``radar`` called a ``shot``, the one whose ``answer`` gave a
         ``verdict``, and in custody mode every one for a ``shot`` (its ``verdict`` comes in the
         same write and repeats every field of it)."""

@@ -20,6 +20,7 @@ from seabattle.client.conformance.probe import RULES
 from seabattle.client.conformance.serve import CLIENT_CASES, run_client_suite
 from seabattle.client.peer import BotPlayer, PeerCheated, join
 from seabattle.client.wire import Wire, client_handshake
+from seabattle.protocol import messages as m
 from seabattle.protocol.errors import RemoteProtocolError
 from seabattle.protocol.session import Role
 
@@ -126,3 +127,22 @@ async def test_a_client_that_crashes_on_an_unknown_tag_fails_that_case(
     failed = _failed(report)
     assert list(failed) == ["c2.4-unknown-tag"], failed
     assert "crashed" in failed["c2.4-unknown-tag"] and "RuntimeError" in failed["c2.4-unknown-tag"]
+
+
+async def test_our_lean_client_takes_a_copy_of_its_own_verdict_for_what_it_is(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A lean client applies its verdict as it sends it (spec 5.7); a copy arriving anyway (a
+    # session resumed while the verdict was on its way) must not be applied a second time,
+    # which its own copy of the game would refuse, wrongly disputing an honest record.
+    from seabattle.client.conformance import serve_script
+
+    real = serve_script.RefereedMatch._copy
+
+    def shots_only(self: serve_script.RefereedMatch, msg: m.Message) -> bool:
+        return real(self, msg) and not isinstance(msg, m.VerdictMsg)
+
+    monkeypatch.setattr(serve_script.RefereedMatch, "_copy", shots_only)
+    report = await run_client_suite(_our_client, timeout=5, settle=0.05)
+    lean = [r for r in report.results if r.id == "c5.7-lean"]
+    assert lean and lean[0].outcome.value == "passed", lean and lean[0].detail
