@@ -115,7 +115,7 @@ REDIRECT = "redirect"
 TEAMS = "teams"
 """The capability of a client that plays team matches, one session per member (6.8)."""
 LEAN = "lean"
-"""The capability of a client that is sent no copy of what it said itself (4.2, 5.6): not the
+"""The capability of a client that is sent no copy of what it said itself (4.2, 5.7): not the
 ``shot`` its own ``fire`` or ``radar`` called, nor the ``verdict`` on its own ``answer``, and in
 custody mode no ``shot`` at all (the ``verdict`` that comes with it repeats every field)."""
 

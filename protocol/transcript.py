@@ -324,15 +324,13 @@ class Transcript(Sequence[Entry]):
         nothing in the list is shared with the game."""
         if self._plain is not None:
             return [canonical(e) for e in self._plain]
-        ends, out = self._ends, []
-        start = 0
+        ends, n = self._ends, len(self._ends)
+        out = []
         for j in range(len(self)):
-            if j < len(ends) and ends[j] != start:
-                out.append(self._entry(j))
-            else:
-                out.append(canonical(self._entry(j)))
-            if j < len(ends):
-                start = ends[j]
+            e = self._entry(j)
+            # Compact: stored as bytes (its span not empty), not kept as a map nor the tail.
+            compact = j < n and ends[j] != (ends[j - 1] if j else 0)
+            out.append(e if compact else canonical(e))
         return out
 
     def _entry(self, j: int) -> Entry:

@@ -7,13 +7,12 @@ imports the case modules in a fixed order, which is the order the cases run and 
 from __future__ import annotations
 
 from seabattle.protocol import messages as m
-from seabattle.protocol.grid import Cell
 from seabattle.protocol.session import LEAN
 from seabattle.protocol.verdict import Shot
 
-from .probe import Probe, Table
+from .probe import Table
 from .results import CaseFailed, NotImplementedCase, Trace
-from .suite import Suite, case, check_verdict, expect_game_over, expect_shot
+from .suite import Suite, case, expect_game_over, expect_shot, expect_verdict
 
 
 async def _lean_table(s: Suite, t: Trace, mode: str) -> Table:
@@ -24,19 +23,6 @@ async def _lean_table(s: Suite, t: Trace, mode: str) -> Table:
             raise NotImplementedCase("the server does not agree the capability lean (optional)")
     await s.commit_both(tb, t)
     return tb
-
-
-async def _verdict(q: Probe, tb: Table, n: int, shooter: int, cell: Cell) -> m.VerdictMsg:
-    """The next game message ``q`` gets is the verdict on shot ``n``, not a copy or a shot."""
-    v = await q.expect(m.VerdictMsg)
-    assert isinstance(v, m.VerdictMsg)
-    if (v.n, v.seat, list(v.cells), v.radar) != (n, shooter, [cell.label()], False):
-        raise CaseFailed(
-            f"{q.name}: verdict on n={v.n} seat={v.seat} cells={list(v.cells)}; expected the one"
-            f" on n={n} (a copy of this session's own verdict is not sent to a lean session)"
-        )
-    check_verdict(tb, v, shooter, [cell])
-    return v
 
 
 @case(
@@ -62,13 +48,13 @@ async def _lean_blind(s: Suite, t: Trace) -> None:
     await po.send(m.Answer(tb.match, 1, verdict.to_dict()))
     await po.send(m.Fire(tb.match, 1, (b.label(),), 0, po.next_id()))
     t.expect("the shooter gets verdict n=1 (next: the defender), then shot n=2")
-    v = await _verdict(pm, tb, 1, mover, a)
-    if v.verdict != verdict.to_dict() or v.next != other:
-        raise CaseFailed(f"{pm.name}: verdict n=1 is not the defender's answer, or next={v.next}")
+    v = await expect_verdict(pm, tb, 1, mover, a, verdict.to_dict())
+    if v.next != other:
+        raise CaseFailed(f"{pm.name}: verdict n=1 names next={v.next}, not the defender")
     await expect_shot(pm, 2, other, b)
     await pm.send(m.Answer(tb.match, 1, tb.defenders[mover].answer(Shot(2, other, (b,))).to_dict()))
     t.expect("the second shooter gets verdict n=2 and no copy of verdict n=1 or of shot n=2")
-    await _verdict(po, tb, 2, other, b)
+    await expect_verdict(po, tb, 2, other, b)
     await pm.quiet()
     await po.send(m.Resign(tb.match, 1))
     await expect_game_over(tb.seats, mover, "resigned")
@@ -91,7 +77,7 @@ async def _lean_custody(s: Suite, t: Trace) -> None:
     await pm.send(m.Fire(tb.match, 1, (a.label(),), 0, pm.next_id()))
     t.expect("both seats get verdict n=1 and no shot")
     for q in tb.seats:
-        await _verdict(q, tb, 1, mover, a)
+        await expect_verdict(q, tb, 1, mover, a)
     for q in tb.seats:
         await q.quiet()
     await tb.seats[other].send(m.Resign(tb.match, 1))

@@ -32,6 +32,7 @@ __all__ = [
     "check_verdict",
     "expect_game_over",
     "expect_shot",
+    "expect_verdict",
     "fire_and_answer",
 ]
 
@@ -213,16 +214,28 @@ async def fire_and_answer(
         t.defenders[1 - shooter].answer(Shot(n, shooter, (cell,)))  # keep the mirror's hits
     last: m.VerdictMsg | None = None
     for q in everyone:
-        v = await q.expect(m.VerdictMsg)
-        assert isinstance(v, m.VerdictMsg)
-        if (v.n, v.seat, list(v.cells)) != (n, shooter, [cell.label()]):
-            raise CaseFailed(f"{q.name}: verdict on n={v.n} seat={v.seat}, expected n={n}")
-        if sent is not None and v.verdict != sent:
-            raise CaseFailed(f"{q.name}: the relayed verdict differs from the defender's answer")
-        check_verdict(t, v, shooter, [cell])
-        last = v
+        last = await expect_verdict(q, t, n, shooter, cell, sent)
     assert last is not None
     return last
+
+
+async def expect_verdict(
+    q: Probe, t: Table, n: int, shooter: int, cell: Cell, sent: dict[str, Any] | None = None
+) -> m.VerdictMsg:
+    """The next message ``q`` gets (noise aside) is the ``verdict`` on shot ``n`` by ``shooter``
+    at ``cell`` (``sent``: the defender's answer, which it must relay as it is), its openings
+    checked."""
+    v = await q.expect(m.VerdictMsg)
+    assert isinstance(v, m.VerdictMsg)
+    if (v.n, v.seat, list(v.cells), v.radar) != (n, shooter, [cell.label()], False):
+        raise CaseFailed(
+            f"{q.name}: verdict on n={v.n} seat={v.seat} cells={list(v.cells)}; expected n={n}"
+            f" seat={shooter} cells={[cell.label()]}"
+        )
+    if sent is not None and v.verdict != sent:
+        raise CaseFailed(f"{q.name}: the relayed verdict differs from the defender's answer")
+    check_verdict(t, v, shooter, [cell])
+    return v
 
 
 async def expect_game_over(
