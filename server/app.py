@@ -80,7 +80,14 @@ def _journal(store: Store, limits: Limits, path: str, joins: bool) -> Journal:
             direct, leftover = leftover, None
         else:
             direct = DirectWriter(path)
-    return Journal(store, window=limits.journal_window, direct=direct, leftover=leftover)
+    return Journal(
+        store,
+        window=limits.journal_window,
+        direct=direct,
+        compact_every=limits.journal_seal_rows,
+        keep_bytes=limits.journal_keep_mb << 20,
+        leftover=leftover,
+    )
 
 
 async def serve(

@@ -53,6 +53,11 @@ class Limits:
     journal: bool = True
     #: how long the journal waits for more moves to write in one transaction (0: one pass)
     journal_window: float = 0.0
+    #: MiB of sealed journal file a server alone on SQLite keeps for its running matches before
+    #: it copies the oldest into the database (which stalls a busy server for a moment)
+    journal_keep_mb: int = 256
+    #: moves a journal file takes before it is sealed and a fresh one begun
+    journal_seal_rows: int = 8192
     #: how long a match paired across nodes waits for its player from the other node before it
     #: starts without it (whose grace period then runs)
     arrive_timeout: float = 10.0

@@ -13,8 +13,9 @@ order they were queued. A server alone on a SQLite database writes each batch fr
 loop itself, as one ``write`` to an append-only file of its own (:mod:`.journal_file`): at human
 pace that is ~100 µs less a row than the cheapest SQLite commit, which runs cold between inputs,
 and far less than the two thread switches of a worker-thread round trip; every ``compact_every``
-rows (and on start and stop) the file is sealed and the store moves its rows of running matches
-into ``journal`` in bulk, in a worker thread. Nodes of a cluster on SQLite (``serve --workers``)
+rows the file is sealed as a segment, and segments whose matches have all ended are removed
+(only past ``keep_bytes`` of them is the oldest moved into ``journal``, in a worker thread; on
+start and stop all are). Nodes of a cluster on SQLite (``serve --workers``)
 take up each other's matches from the database, so theirs go to the database from the event loop,
 on a connection of the journal's own (:class:`DirectWriter`: a WAL commit into the page cache),
 into ``journal_log``, a table with no index to update (one page per batch instead of one per match
@@ -43,6 +44,7 @@ shown. The store's files are created readable by the server's user only.
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterable
@@ -53,7 +55,7 @@ import trio
 from seabattle.protocol import messages as m
 from seabattle.protocol.referee import Referee
 
-from .journal_file import FileLog
+from .journal_file import FileLog, FileMoved
 from .outbox import one_flight
 
 __all__ = [
@@ -83,8 +85,11 @@ class RowStore(Protocol):
     async def compact_journal(self) -> bool:
         """Move some of the oldest stored rows to where they are kept; whether any are left."""
 
-    async def import_journal_file(self, path: str) -> tuple[int, list[str]]:
-        """Move a sealed journal file's rows into the store and remove it (rows, problems)."""
+    async def import_journal_file(self, path: str) -> FileMoved:
+        """Move a sealed journal file's rows into the store and remove it."""
+
+    def on_match_end(self, callback: Callable[[str], None]) -> None:
+        """Have ``callback`` called with a match's id once its end is stored."""
 
 
 class Clock:
@@ -113,6 +118,11 @@ def entry(*fields: Any) -> bytes:
     """One journal entry, packed."""
     packed: bytes = msgpack.packb(list(fields), use_bin_type=True)
     return packed
+
+
+def _unlink_all(paths: Iterable[str]) -> None:
+    for path in paths:
+        os.unlink(path)
 
 
 class ReplayError(Exception):
@@ -241,11 +251,13 @@ class Journal:
         window: float = 0.0,
         direct: DirectWriter | FileLog | None = None,
         compact_every: int = 8192,
+        keep_bytes: int = 256 << 20,
         leftover: FileLog | None = None,
     ) -> None:
         """A journal writing to ``store``; ``direct``: the fast way for a SQLite store, its own
         connection or a file (closed when :meth:`run` ends); ``compact_every``: rows written
-        between compactions (a file: between moves of its rows into the store); ``leftover``:
+        between compactions (a file: between seals); ``keep_bytes``: sealed segments of a file
+        kept before the oldest is moved into the store; ``leftover``:
         a file this journal does not write, moved into the store and let go on start (one that a
         server alone on this database left, found by one that is a node of a cluster)."""
         self.store = store
@@ -253,6 +265,9 @@ class Journal:
         self.direct = direct
         self.leftover = leftover
         self.compact_every = compact_every
+        self.keep_bytes = keep_bytes
+        if isinstance(direct, FileLog):
+            store.on_match_end(direct.ended)
         self._queue: list[_Held] = []
         self._wake = trio.Event()
         self._compact = trio.Event()
@@ -288,9 +303,9 @@ class Journal:
         that it has started (a restart replays the store)."""
         try:
             if self.leftover is not None:
-                await self._move_file(self.leftover, until_empty=True, check=True)
+                await self._move_file(self.leftover, check=True)
             if isinstance(self.direct, FileLog):
-                await self._move_file(self.direct, until_empty=True, check=True)
+                await self._move_file(self.direct, check=True)
         except BaseException:
             if self.direct is not None:
                 self.direct.close()
@@ -324,28 +339,43 @@ class Journal:
             await self._compact_all()
 
     async def _compact_all(self, stopping: bool = False) -> None:
-        """Have the store move what the log holds, a chunk per transaction (it is not needed for
-        anything but to keep the log short: a failure is logged, and the next one tries again);
-        ``stopping``: all of a file's rows, not only those written before this call."""
+        """Keep the log short (it is not needed for anything else: a failure is logged, and the
+        next one tries again): a file is sealed, its segments whose matches have ended removed,
+        and the oldest moved into the store while they hold more than ``keep_bytes``; a
+        database log is moved a chunk per transaction. ``stopping``: all of a file, moved."""
         try:
-            if isinstance(self.direct, FileLog):
-                await self._move_file(self.direct, until_empty=stopping)
+            log = self.direct
+            if isinstance(log, FileLog):
+                if stopping:
+                    await self._move_file(log)
+                else:
+                    log.seal()
+                    gone = log.retire()
+                    if gone:
+                        await trio.to_thread.run_sync(_unlink_all, gone)
+                    while log.kept_bytes > self.keep_bytes:
+                        await self._move_oldest(log)
             while await self.store.compact_journal():
                 pass
         except Exception:
             _log.exception("journal compaction failed")
 
-    async def _move_file(self, log: FileLog, *, until_empty: bool, check: bool = False) -> None:
-        """Seal the file and have the store move the sealed rows (again, ``until_empty``, while
-        rows keep coming); ``check``: what an earlier server left, said if it was damaged."""
-        while log.seal():
-            rows, problems = await self.store.import_journal_file(log.sealed)
-            for problem in problems:
-                _log.warning("journal file %s: %s", log.sealed, problem)
+    async def _move_file(self, log: FileLog, *, check: bool = False) -> None:
+        """Seal the file and have the store move every segment, oldest first; ``check``: what
+        an earlier server left, said if it was damaged."""
+        log.seal()
+        while log.segments():
+            rows = await self._move_oldest(log)
             if check and rows:
                 _log.info("journal file: %d rows an earlier server wrote moved to the store", rows)
-            if not until_empty:
-                return
+
+    async def _move_oldest(self, log: FileLog) -> int:
+        path = log.segments()[0]
+        moved = await self.store.import_journal_file(path)
+        for problem in moved.problems:
+            _log.warning("journal file %s: %s", path, problem)
+        log.moved(path, moved.running)
+        return moved.rows
 
     async def _flush(self) -> None:
         batch, self._queue = self._queue, []

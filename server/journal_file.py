@@ -11,11 +11,22 @@ for as long as the server runs, by an exclusive ``flock``: a second server on th
 cannot take it (:class:`LogBusy`) and writes the database instead. Each batch of rows is one
 ``os.write`` of their frames (``O_APPEND``); a write that fails is cut off again, so the file
 never holds half a batch the journal reported as failed. Every so often the journal seals the
-file (:meth:`FileLog.seal`: renamed to ``PATH.1``, a fresh ``PATH`` opened) and the store moves
-the sealed file's rows of running matches into the ``journal`` table in one transaction, made
-durable before the file is removed (``store_journal.JournalStore.import_journal_file``); a
-server that starts moves whatever an earlier one left (``PATH.1``, then ``PATH``) before it takes
-up its running matches. So the file only ever holds the rows since the last move.
+file (:meth:`FileLog.seal`: renamed to the next segment, ``PATH.1``, ``PATH.2``, ..., and a fresh
+``PATH`` opened).
+
+Segments retire; they are not moved. A sealed segment is removed once every match with a row in
+it has ended (the store says so as it commits the end: :meth:`FileLog.ended`); the rows of a
+running match are never copied while it runs. Copying them into the database's ``journal``
+table costs a page write per match in the segment (the table is ordered by match, the file by
+time): at 5,000 human-paced matches, a third of a second of the store's thread every few
+seconds, and the event loop slowed with it (the thread takes the interpreter's lock back after
+every row). Only when the segments kept pass ``keep_bytes`` (a match that runs far longer than
+the others pins everything since it began) is the oldest one moved: the store copies its rows of
+running matches into ``journal`` in one transaction, made durable before the segment is removed
+(``store_journal.JournalStore.import_journal_file``). A server that starts moves whatever an
+earlier one left (every segment, oldest first, then ``PATH``) before it takes up its running
+matches, and a clean stop moves everything, so that the database alone holds the journal of a
+server that is not running.
 
 A frame is ``<u32 length><u32 crc32>`` (little-endian) then the payload: the 16-byte match id,
 the entry number (``<u32``), the packed entry. :func:`read_frames` stops at a torn tail (a
@@ -30,9 +41,10 @@ import fcntl
 import os
 import struct
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
-__all__ = ["SUFFIX", "FileLog", "LogBusy", "frame", "read_frames"]
+__all__ = ["SUFFIX", "FileLog", "FileMoved", "LogBusy", "frame", "read_frames"]
 
 SUFFIX = ".journal-log"
 """What the log's path adds to the database's."""
@@ -45,6 +57,17 @@ _MAX_PAYLOAD = 1 << 20
 
 Row = tuple[str, int, bytes]
 """(match id as hex, entry number from 0, packed entry), as the journal queues it."""
+
+
+class FileMoved(NamedTuple):
+    """What the store made of a sealed segment (``JournalStore.import_journal_file``)."""
+
+    rows: int
+    """Rows the segment held."""
+    problems: list[str]
+    """What was wrong with it (a torn tail, a frame that failed its checksum)."""
+    running: frozenset[str]
+    """The matches still open or playing: their rows are in the store now."""
 
 
 class LogBusy(Exception):
@@ -110,17 +133,30 @@ def _open_locked(path: str) -> int:
 
 
 class FileLog:
-    """The journal file of one server (see the module docstring); :class:`LogBusy` if another
-    process holds it."""
+    """The journal file of one server and its sealed segments (see the module docstring);
+    :class:`LogBusy` if another process holds it."""
 
     def __init__(self, path: str) -> None:
-        """Own the log at ``path`` (created readable by this user only)."""
+        """Own the log at ``path`` (created readable by this user only), and the segments an
+        earlier server sealed beside it."""
         self.path = path
-        self.sealed = path + ".1"  #: where :meth:`seal` puts the file the store is to move
         self._fd = _open_locked(path)
         self._size = os.fstat(self._fd).st_size
+        #: sealed segments kept, oldest first: (number, path, bytes)
+        self._segments: list[tuple[int, str, int]] = []
+        folder, name = os.path.split(path)
+        for entry in os.scandir(folder or "."):
+            head, _, number = entry.name.rpartition(".")
+            if head == name and number.isdigit() and entry.is_file():
+                self._segments.append((int(number), entry.path, entry.stat().st_size))
+        self._segments.sort()
+        #: the number the live file gets when it is sealed
+        self.number = self._segments[-1][0] + 1 if self._segments else 1
+        #: each match not known to have ended -> the oldest segment holding a row of it
+        self._first: dict[str, int] = {}
+        self._pins: dict[int, int] = {}  #: segment number -> matches whose oldest row it holds
 
-    def write(self, rows: Iterable[Row]) -> bool:
+    def write(self, rows: Sequence[Row]) -> bool:
         """Append ``rows`` as one write; ``OSError`` (and nothing appended) if it cannot."""
         data = b"".join(map(frame, rows))
         try:
@@ -134,23 +170,68 @@ class FileLog:
             os.ftruncate(self._fd, self._size)
             raise
         self._size += len(data)
+        first, number = self._first, self.number
+        for match_id, _, _ in rows:
+            if match_id not in first:
+                first[match_id] = number
+                self._pins[number] = self._pins.get(number, 0) + 1
         return True
 
+    def ended(self, match_id: str) -> None:
+        """``match_id`` has ended, durably: its rows pin no segment any longer."""
+        number = self._first.pop(match_id, None)
+        if number is not None:
+            self._pins[number] -= 1
+            if not self._pins[number]:
+                del self._pins[number]
+
     def seal(self) -> bool:
-        """Hand what the file holds to the store (renamed to :attr:`sealed`) and go on in a fresh
-        file, unless a sealed file still waits; whether a sealed file waits now."""
-        if os.path.exists(self.sealed):
-            return True
+        """Make what the live file holds a segment and go on in a fresh file; whether there was
+        anything to seal."""
         if self._size == 0:
             return False
-        os.rename(self.path, self.sealed)
+        sealed = f"{self.path}.{self.number}"
+        os.rename(self.path, sealed)
         fd = _open_locked(self.path)  # nobody else can hold a file that did not exist
         os.close(self._fd)
+        self._segments.append((self.number, sealed, self._size))
         self._fd, self._size = fd, 0
+        self.number += 1
         return True
+
+    def segments(self) -> list[str]:
+        """The sealed segments kept, oldest first."""
+        return [path for _, path, _ in self._segments]
+
+    @property
+    def kept_bytes(self) -> int:
+        """What the sealed segments hold."""
+        return sum(size for _, _, size in self._segments)
+
+    def retire(self) -> list[str]:
+        """Let go of the oldest segments that no match still running has a row in; their paths,
+        for the caller to remove."""
+        oldest_pinned = min(self._pins, default=self.number)
+        gone = [path for number, path, _ in self._segments if number < oldest_pinned]
+        del self._segments[: len(gone)]
+        return gone
+
+    def moved(self, path: str, running: Iterable[str]) -> None:
+        """The store has the rows of matches still ``running`` of the oldest segment, ``path``,
+        and removed it: it pins nothing now (a match no longer running is forgotten; it ended
+        without the store saying so to this log)."""
+        number, oldest, _ = self._segments.pop(0)
+        assert oldest == path, "segments are moved oldest first"
+        running = set(running)
+        for match_id, first in list(self._first.items()):
+            if first <= number:
+                self.ended(match_id)
+                if match_id in running:
+                    self._first[match_id] = number + 1
+                    self._pins[number + 1] = self._pins.get(number + 1, 0) + 1
 
     def close(self) -> None:
         """Let the file go (its lock with it); removed if it holds nothing (a clean stop)."""
-        if self._size == 0 and not os.path.exists(self.sealed):
+        if self._size == 0 and not self._segments:
             os.unlink(self.path)
         os.close(self._fd)

@@ -137,6 +137,12 @@ OPTIONS: dict[str, Option] = {
     "journal_window": _limit(
         "journal_window", "seconds the journal waits to batch moves (0: one pass)", 0.0, hi=10
     ),
+    "journal_keep_mb": _limit(
+        "journal_keep_mb",
+        "MiB of journal file kept for running matches (SQLite alone)",
+        0,
+        hi=1 << 20,
+    ),
 }
 
 

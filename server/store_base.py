@@ -56,6 +56,12 @@ class StoreBase:
         self._closed = False
         self._on_call = on_call
         self._local = threading.local()
+        self._on_match_end: list[Callable[[str], None]] = []
+
+    def on_match_end(self, callback: Callable[[str], None]) -> None:
+        """Have ``callback`` called (in the event loop) with a match's id once its end (finished
+        or aborted) is committed by this store: the journal file lets go of the match's rows."""
+        self._on_match_end.append(callback)
 
     async def _run(self, fn: Callable[..., _T], *args: Any) -> _T:
         if self._closed:

@@ -5,8 +5,9 @@ server starts again, and dropped when the match ends (its record then holds what
 tokens are kept as SHA-256 hashes: a stolen database gives no token that resumes anything.
 
 A server alone on a SQLite database appends its rows to a file of its own instead
-(``server/journal_file.py``); :meth:`JournalStore.import_journal_file` moves a sealed file's rows
-of running matches into ``journal`` and removes it. Nodes of a cluster on SQLite write the rows
+(``server/journal_file.py``); :meth:`JournalStore.import_journal_file` moves a sealed segment's
+rows of running matches into ``journal`` and removes it (on start and stop, and while the server
+runs only when the segments kept grow past their bound). Nodes of a cluster on SQLite write the rows
 to ``journal_log`` (schema 6), in the order they are stored, with no index
 to update: one page at the table's end per batch, where ``journal``'s ``(match_id, n)`` index took
 one page per match in the batch. :meth:`JournalStore.compact_journal` moves the log's rows of
@@ -23,7 +24,7 @@ import hashlib
 import os
 from collections.abc import Sequence
 
-from .journal_file import read_frames
+from .journal_file import FileMoved, read_frames
 from .schema import Cursor
 from .store_base import StoreBase
 from .store_rows import _MATCH_COLS, MatchRow, _check_match_id, _match
@@ -91,18 +92,16 @@ class JournalStore(StoreBase):
         cur.execute("DELETE FROM journal_log WHERE id <= ?", (upto,))
         return bool(upto < hi)
 
-    async def import_journal_file(self, path: str) -> tuple[int, list[str]]:
+    async def import_journal_file(self, path: str) -> FileMoved:
         """Move the rows of a sealed journal file (``journal_file``) of matches still open or
-        playing into ``journal``, durably, then remove the file; how many rows it held, and
-        what was wrong with it (a torn tail, a frame that failed its checksum). A missing file
-        holds nothing."""
+        playing into ``journal``, durably, then remove the file. A missing file holds nothing."""
 
-        def run() -> tuple[int, list[str]]:
+        def run() -> FileMoved:
             try:
                 with open(path, "rb") as f:
                     data = f.read()
             except FileNotFoundError:
-                return 0, []
+                return FileMoved(0, [], frozenset())
             rows, problems = read_frames(data)
             conn = self._conn
             # The file is removed once its rows are in the database: they must be on the disk by
@@ -125,7 +124,7 @@ class JournalStore(StoreBase):
             finally:
                 conn.execute("PRAGMA synchronous=NORMAL")
             os.unlink(path)
-            return len(rows), problems
+            return FileMoved(len(rows), problems, frozenset(running))
 
         return await self._run(run)
 

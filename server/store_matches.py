@@ -159,6 +159,8 @@ class MatchStore(StoreBase):
                     raise Conflict(f"match {match_id} is already {match.status}")
 
         await self._run(run)
+        for callback in self._on_match_end:
+            callback(match_id)
 
     async def get_match(self, match_id: str) -> MatchRow | None:
         """Return the match, or None if there is no such match."""

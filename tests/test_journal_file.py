@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import trio
-from helpers import player_id
+import trio.testing
+from helpers import SMALL, Bot, pair, play_both, play_some, player_id, start_server
 from hypothesis import given
 from hypothesis import strategies as st
 from seabattle.server.app import _journal
@@ -62,25 +64,91 @@ async def test_rows_go_to_the_file_first_and_are_in_the_store_when_the_journal_s
         assert not os.path.exists(log + ".1") and not os.path.exists(log)  # a clean stop
 
 
-async def test_a_file_is_moved_as_it_fills_while_rows_keep_coming(tmp_path: Path) -> None:
+async def _write(journal: Journal, *rows: tuple[str, int, bytes]) -> None:
+    for row in rows:
+        done = trio.Event()
+        journal.append(row, done.set)
+        await done.wait()
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    with trio.fail_after(10):  # the compactor runs in the background, between batches
+        while not condition():
+            await trio.sleep(0.001)
+
+
+async def test_segments_whose_matches_ended_are_removed_and_nothing_is_copied_meanwhile(
+    tmp_path: Path,
+) -> None:
+    # Copying a running match's rows into the database costs a page per match; a segment goes
+    # when its matches have ended, and the database sees the rows only of a server that stops.
     db = tmp_path / "db.sqlite"
+    log = str(db) + SUFFIX
     async with Store.open(db) as store:
-        await _seed(store, A)
-        journal = Journal(store, direct=FileLog(str(db) + SUFFIX), compact_every=2)
+        await _seed(store, A, B)
+        journal = Journal(store, direct=FileLog(log), compact_every=2)
         async with trio.open_nursery() as nursery:
             await nursery.start(journal.run)
-            for n in range(3):
-                done = trio.Event()
-                journal.append((A, n, entry("tick", float(n))), done.set)
-                await done.wait()
-            while len(_journal_rows(db)) < 2:
-                await trio.sleep(0.001)  # the second row asked for a move
+            await _write(journal, (B, 0, b"b0"), (B, 1, b"b1"))  # segment 1: B's only
+            await _until(lambda: os.path.exists(log + ".1"))
+            await _write(journal, (A, 0, b"a0"), (A, 1, b"a1"))  # segment 2: A's
+            await _until(lambda: os.path.exists(log + ".2"))
+            await store.finish_match(B, {"winner": 0}, 1)
+            await _write(journal, (A, 2, b"a2"), (A, 3, b"a3"))  # sealed: segment 1 can go
+            await _until(lambda: not os.path.exists(log + ".1"))
+            assert os.path.exists(log + ".2")  # A still runs
+            assert _journal_rows(db) == []
             nursery.cancel_scope.cancel()
-        assert _journal_rows(db) == [(A, 0), (A, 1), (A, 2)]
+        assert await store.journal(A) == [b"a0", b"a1", b"a2", b"a3"]
+        assert await store.journal(B) == []
+        assert not any(p.name.startswith(Path(log).name) for p in tmp_path.iterdir())
+
+
+async def test_a_server_keeps_no_segment_that_only_matches_that_ended_have_moves_in(
+    tmp_path: Path, nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # What the server journals of a match all comes before its end is stored: once a later
+    # match's moves seal a segment or two, what holds only the finished one is gone from disk.
+    async with trio.open_nursery() as server:
+        addr, _ = await start_server(server, tmp_path, limits=Limits(journal_seal_rows=4))
+        a, b, _ = await pair(addr, nursery, SMALL, "blind")
+        await play_both(Bot(a, "blind", 1), Bot(b, "blind", 2))
+        c, d, second = await pair(addr, nursery, SMALL, "blind")
+        await play_some(Bot(c, "blind", 3), Bot(d, "blind", 4), 4)
+        log = "db.sqlite" + SUFFIX
+        sealed = sorted(
+            (int(p.suffix[1:]), p)
+            for p in tmp_path.iterdir()
+            if p.stem == log and p.suffix[1:].isdigit()
+        )
+        assert sealed and sealed[0][0] > 2  # the first match's own segments went
+        for _, segment in sealed:
+            assert second.hex() in {r[0] for r in read_frames(segment.read_bytes())[0]}
+        server.cancel_scope.cancel()
+
+
+async def test_past_its_bound_the_oldest_segment_is_moved_into_the_database(
+    tmp_path: Path,
+) -> None:
+    # A match that runs far longer than the others would pin every segment since it began.
+    db = tmp_path / "db.sqlite"
+    log = str(db) + SUFFIX
+    async with Store.open(db) as store:
+        await _seed(store, A)
+        journal = Journal(store, direct=FileLog(log), compact_every=2, keep_bytes=0)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(journal.run)
+            await _write(journal, (A, 0, b"a0"), (A, 1, b"a1"))
+            await _until(lambda: len(_journal_rows(db)) == 2)
+            assert not os.path.exists(log + ".1")
+            await _write(journal, (A, 2, b"a2"), (A, 3, b"a3"))
+            await _until(lambda: len(_journal_rows(db)) == 4)
+            nursery.cancel_scope.cancel()
+        assert await store.journal(A) == [b"a0", b"a1", b"a2", b"a3"]
 
 
 async def test_a_server_that_starts_moves_what_a_killed_one_left(tmp_path: Path) -> None:
-    # A kill between sealing a file and moving it leaves two: the sealed one and the fresh one.
+    # A killed server leaves its sealed segments (oldest first: PATH.1, PATH.2) and the live file.
     db = tmp_path / "db.sqlite"
     log = str(db) + SUFFIX
     async with Store.open(db) as store:
@@ -89,6 +157,7 @@ async def test_a_server_that_starts_moves_what_a_killed_one_left(tmp_path: Path)
     killed.write([(A, 0, b"a0"), (B, 0, b"b0")])
     assert killed.seal()
     killed.write([(A, 1, b"a1")])
+    assert killed.seal()
     killed.write([(B, 1, b"b1")])
     killed.close()  # what the kernel does for a killed process: the lock goes, the data stays
     async with Store.open(db) as store:
@@ -99,7 +168,7 @@ async def test_a_server_that_starts_moves_what_a_killed_one_left(tmp_path: Path)
             # Reported started: everything the killed server stored is in the store already.
             assert await store.journal(A) == [b"a0", b"a1"]
             assert await store.journal(B) == []
-            assert not os.path.exists(log + ".1")
+            assert not os.path.exists(log + ".1") and not os.path.exists(log + ".2")
             nursery.cancel_scope.cancel()
 
 
@@ -113,7 +182,7 @@ async def test_a_damaged_file_costs_the_match_that_lost_an_entry_only(tmp_path: 
     damaged[-1] ^= 0xFF  # b0's last byte
     Path(log).write_bytes(bytes(damaged) + frames[2] + frames[3] + frames[0][:5])  # torn tail
     async with Store.open(db) as store:
-        rows, problems = await store.import_journal_file(log)
+        rows, problems, _ = await store.import_journal_file(log)
         assert rows == 3 and len(problems) == 2
         assert "failed their checksum" in problems[0] and "no frame" in problems[1]
         assert await store.journal(A) == [b"a0", b"a1"]
