@@ -64,7 +64,8 @@ def test_human_pace_with_a_shot_limit_and_no_baseline() -> None:
     assert sc["target"]["shots"] <= 8
     # No match finishes in 4 shots: the records verified are built locally.
     assert report["verify"]["source"] == "local" and report["verify"]["failed"] == 0
-    assert report["bars"]["human_p99_ms"]["value"] is not None
+    assert report["bars"]["blind_p99_ms"]["value"] is not None
+    assert report["bars"]["custody_p99_ms"]["value"] is None  # no custody run
 
 
 def test_local_records_verify() -> None:

@@ -10,7 +10,14 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from .figures import BARS, FIGURES, GENERATOR_LIMIT_PCT, HUMAN_BAR_MATCHES, MODES
+from .figures import (
+    BARS,
+    FIGURES,
+    GENERATOR_LIMIT_PCT,
+    HUMAN_BAR_MATCHES,
+    HUMAN_RTT_MATCHES,
+    MODES,
+)
 
 __all__ = ["judge", "print_report"]
 
@@ -24,7 +31,7 @@ _BASELINES = {
 
 
 def judge(results: list[dict[str, Any]], verify: dict[str, Any]) -> dict[str, Any]:
-    """Each bar of issue 5 against the scenarios that measure it (``None``: not measured)."""
+    """Each bar (``BARS``) against the scenarios that measure it (``None``: not measured)."""
     human = [r for r in results if r["pace"] > 0]
     bot = [r for r in results if r["pace"] <= 0]
 
@@ -34,14 +41,14 @@ def judge(results: list[dict[str, Any]], verify: dict[str, Any]) -> dict[str, An
 
     values: dict[str, tuple[float | None, str]] = {}
 
-    def smallest(rs: list[dict[str, Any]], mode: str) -> dict[str, Any] | None:
+    def nearest(rs: list[dict[str, Any]], mode: str, matches: int) -> dict[str, Any] | None:
         rs = [r for r in rs if r["mode"] == mode]
-        return min(rs, key=lambda r: r["matches"]) if rs else None
+        return min(rs, key=lambda r: (abs(r["matches"] - matches), r["matches"])) if rs else None
 
-    # Round trips are compared where the server is least loaded: the per-shot overhead, not
-    # queueing (the p99 bar judges load).
+    # Round trips are compared at the bar's human pace (the per-shot overhead, not queueing:
+    # the p99 bars judge load); failing that, where the server is least loaded.
     for mode in MODES:
-        r = smallest(human, mode) or smallest(bot, mode)
+        r = nearest(human, mode, HUMAN_RTT_MATCHES) or nearest(bot, mode, 0)
         values[f"{mode}_rtt_ratio"] = (r["ratios"]["rtt_p50_ms"], r["label"]) if r else (None, "")
     # The issue sets this bar against the bare relay, i.e. for blind play; without a blind run
     # it is judged on custody (against the echo). Custody's own ratio is in its table.
@@ -52,10 +59,13 @@ def judge(results: list[dict[str, Any]], verify: dict[str, Any]) -> dict[str, An
         measured = [(r["ratios"]["shots_per_s"], r["label"]) for r in at_max]
         known = [t for t in measured if t[0] is not None]
         values["bot_throughput_ratio"] = min(known) if known else (None, big["label"])
-    h = biggest(human)
-    values["human_p99_ms"] = (h["target"]["rtt_p99_ms"], h["label"]) if h else (None, "")
-    # The bar is for 5,000 matches; fewer show the figure without deciding the bar.
-    partial_human = h is not None and h["matches"] < HUMAN_BAR_MATCHES
+    # The bars are for 5,000 matches; fewer show the figure without deciding the bar.
+    partial: set[str] = set()
+    for mode in MODES:
+        h = biggest(human, mode)
+        values[f"{mode}_p99_ms"] = (h["target"]["rtt_p99_ms"], h["label"]) if h else (None, "")
+        if h is not None and h["matches"] < HUMAN_BAR_MATCHES:
+            partial.add(f"{mode}_p99_ms")
     # Only human-pace runs judge memory: at bot speed matches finish by the hundred, and the
     # finished matches the server keeps (up to Limits.finished_kept) grow its memory with time,
     # not with connections, so RSS over connections is no per-connection figure there.
@@ -74,7 +84,7 @@ def judge(results: list[dict[str, Any]], verify: dict[str, Any]) -> dict[str, An
         if where in bound:
             where += f" (generator over {GENERATOR_LIMIT_PCT:g} %)"
         ok = None if value is None else (value <= limit if op == "<=" else value >= limit)
-        if name == "human_p99_ms" and partial_human:
+        if name in partial:
             ok = None
         out[name] = {
             "what": what,
@@ -171,7 +181,7 @@ def print_report(report: dict[str, Any], console: Console) -> None:
         f"verify_record: {_fmt(v['ms_per_game'])} ms per game (median of {v['records']} "
         f"{v['source']} records, max {_fmt(v['ms_per_game_max'])} ms, {v['failed']} failed)"
     )
-    t = Table(title="bars (issue 5)", title_justify="left")
+    t = Table(title="bars (BENCHMARKS.md)", title_justify="left")
     for col in ("bar", "limit", "measured", "on", "verdict"):
         t.add_column(col)
     for b in report["bars"].values():
