@@ -47,7 +47,7 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 import msgpack
@@ -59,6 +59,7 @@ from .journal_file import FileLog, FileMoved
 from .outbox import one_flight
 
 __all__ = [
+    "MOVE_BYTES",
     "ONE_STATEMENT",
     "Clock",
     "DirectWriter",
@@ -76,6 +77,10 @@ Row = tuple[str, int, bytes]
 """(match id as hex, entry number from 0, packed entry)."""
 
 
+MOVE_BYTES = 64 << 20
+"""Journal file bytes moved into the store in one transaction (read whole, and sorted, first)."""
+
+
 class RowStore(Protocol):
     """What the journal needs of the store (``store_journal.JournalStore`` is the real one)."""
 
@@ -85,8 +90,8 @@ class RowStore(Protocol):
     async def compact_journal(self) -> bool:
         """Move some of the oldest stored rows to where they are kept; whether any are left."""
 
-    async def import_journal_file(self, path: str) -> FileMoved:
-        """Move a sealed journal file's rows into the store and remove it."""
+    async def import_journal_files(self, paths: Sequence[str]) -> FileMoved:
+        """Move sealed journal files' rows into the store, in one transaction; remove them."""
 
     def on_match_end(self, callback: Callable[[str], None]) -> None:
         """Have ``callback`` called with a match's id once its end is stored."""
@@ -354,27 +359,29 @@ class Journal:
                     if gone:
                         await trio.to_thread.run_sync(_unlink_all, gone)
                     while log.kept_bytes > self.keep_bytes:
-                        await self._move_oldest(log)
+                        over = log.kept_bytes - self.keep_bytes
+                        await self._move_oldest(log, min(over, MOVE_BYTES))
             while await self.store.compact_journal():
                 pass
         except Exception:
             _log.exception("journal compaction failed")
 
     async def _move_file(self, log: FileLog, *, check: bool = False) -> None:
-        """Seal the file and have the store move every segment, oldest first; ``check``: what
-        an earlier server left, said if it was damaged."""
+        """Seal the file and have the store move every segment, oldest first, up to
+        ``MOVE_BYTES`` of them a transaction; ``check``: what an earlier server left, said if it
+        was damaged."""
         log.seal()
         while log.segments():
-            rows = await self._move_oldest(log)
+            rows = await self._move_oldest(log, MOVE_BYTES)
             if check and rows:
                 _log.info("journal file: %d rows an earlier server wrote moved to the store", rows)
 
-    async def _move_oldest(self, log: FileLog) -> int:
-        path = log.segments()[0]
-        moved = await self.store.import_journal_file(path)
+    async def _move_oldest(self, log: FileLog, max_bytes: int) -> int:
+        paths = log.oldest(max_bytes)
+        moved = await self.store.import_journal_files(paths)
         for problem in moved.problems:
-            _log.warning("journal file %s: %s", path, problem)
-        log.moved(path, moved.running)
+            _log.warning("journal file %s", problem)
+        log.moved(paths, moved.running)
         return moved.rows
 
     async def _flush(self) -> None:

@@ -23,7 +23,7 @@ seconds, and the event loop slowed with it (the thread takes the interpreter's l
 every row). Only when the segments kept pass ``keep_bytes`` (a match that runs far longer than
 the others pins everything since it began) is the oldest one moved: the store copies its rows of
 running matches into ``journal`` in one transaction, made durable before the segment is removed
-(``store_journal.JournalStore.import_journal_file``). A server that starts moves whatever an
+(``store_journal.JournalStore.import_journal_files``). A server that starts moves whatever an
 earlier one left (every segment, oldest first, then ``PATH``) before it takes up its running
 matches, and a clean stop moves everything, so that the database alone holds the journal of a
 server that is not running.
@@ -60,12 +60,12 @@ Row = tuple[str, int, bytes]
 
 
 class FileMoved(NamedTuple):
-    """What the store made of a sealed segment (``JournalStore.import_journal_file``)."""
+    """What the store made of sealed segments (``JournalStore.import_journal_files``)."""
 
     rows: int
-    """Rows the segment held."""
+    """Rows the segments held."""
     problems: list[str]
-    """What was wrong with it (a torn tail, a frame that failed its checksum)."""
+    """What was wrong with them (a torn tail, a frame that failed its checksum), by file."""
     running: frozenset[str]
     """The matches still open or playing: their rows are in the store now."""
 
@@ -203,6 +203,17 @@ class FileLog:
         """The sealed segments kept, oldest first."""
         return [path for _, path, _ in self._segments]
 
+    def oldest(self, max_bytes: int) -> list[str]:
+        """The oldest segments, as many as hold ``max_bytes`` together (one at least)."""
+        out: list[str] = []
+        total = 0
+        for _, path, size in self._segments:
+            total += size
+            if out and total > max_bytes:
+                break
+            out.append(path)
+        return out
+
     @property
     def kept_bytes(self) -> int:
         """What the sealed segments hold."""
@@ -216,12 +227,14 @@ class FileLog:
         del self._segments[: len(gone)]
         return gone
 
-    def moved(self, path: str, running: Iterable[str]) -> None:
-        """The store has the rows of matches still ``running`` of the oldest segment, ``path``,
-        and removed it: it pins nothing now (a match no longer running is forgotten; it ended
+    def moved(self, paths: Sequence[str], running: Iterable[str]) -> None:
+        """The store has the rows of matches still ``running`` of the oldest segments, ``paths``,
+        and removed them: they pin nothing now (a match no longer running is forgotten; it ended
         without the store saying so to this log)."""
-        number, oldest, _ = self._segments.pop(0)
-        assert oldest == path, "segments are moved oldest first"
+        gone = self._segments[: len(paths)]
+        assert [path for _, path, _ in gone] == list(paths), "segments are moved oldest first"
+        del self._segments[: len(paths)]
+        number = gone[-1][0]
         running = set(running)
         for match_id, first in list(self._first.items()):
             if first <= number:

@@ -5,8 +5,8 @@ server starts again, and dropped when the match ends (its record then holds what
 tokens are kept as SHA-256 hashes: a stolen database gives no token that resumes anything.
 
 A server alone on a SQLite database appends its rows to a file of its own instead
-(``server/journal_file.py``); :meth:`JournalStore.import_journal_file` moves a sealed segment's
-rows of running matches into ``journal`` and removes it (on start and stop, and while the server
+(``server/journal_file.py``); :meth:`JournalStore.import_journal_files` moves sealed segments'
+rows of running matches into ``journal`` and removes them (on start and stop, and while the server
 runs only when the segments kept grow past their bound). Nodes of a cluster on SQLite write the rows
 to ``journal_log`` (schema 6), in the order they are stored, with no index
 to update: one page at the table's end per batch, where ``journal``'s ``(match_id, n)`` index took
@@ -92,20 +92,30 @@ class JournalStore(StoreBase):
         cur.execute("DELETE FROM journal_log WHERE id <= ?", (upto,))
         return bool(upto < hi)
 
-    async def import_journal_file(self, path: str) -> FileMoved:
-        """Move the rows of a sealed journal file (``journal_file``) of matches still open or
-        playing into ``journal``, durably, then remove the file. A missing file holds nothing."""
+    async def import_journal_files(self, paths: Sequence[str]) -> FileMoved:
+        """Move the rows of sealed journal files (``journal_file``) of matches still open or
+        playing into ``journal``, durably and in one transaction, then remove the files. A
+        missing file holds nothing."""
 
         def run() -> FileMoved:
-            try:
-                with open(path, "rb") as f:
-                    data = f.read()
-            except FileNotFoundError:
+            rows: list[tuple[str, int, bytes]] = []
+            problems: list[str] = []
+            found = []
+            for path in paths:
+                try:
+                    with open(path, "rb") as f:
+                        data = f.read()
+                except FileNotFoundError:
+                    continue
+                found.append(path)
+                got, wrong = read_frames(data)
+                rows += got
+                problems += [f"{os.path.basename(path)}: {w}" for w in wrong]
+            if not found:
                 return FileMoved(0, [], frozenset())
-            rows, problems = read_frames(data)
             conn = self._conn
-            # The file is removed once its rows are in the database: they must be on the disk by
-            # then, not only in the WAL's page cache, or a power cut could lose both.
+            # The files are removed once their rows are in the database: they must be on the disk
+            # by then, not only in the WAL's page cache, or a power cut could lose both.
             conn.execute("PRAGMA synchronous=FULL")
             try:
                 with self._transaction() as cur:  # holding the write lock: no match ends meanwhile
@@ -115,15 +125,16 @@ class JournalStore(StoreBase):
                             "SELECT id FROM matches WHERE status IN ('open', 'playing')"
                         ).fetchall()
                     }
-                    # Most rows of a busy server's file belong to matches that have ended since;
-                    # sorted, each index page is written once.
+                    # Sorted, each index page is written once however many files the rows came
+                    # from (the table is ordered by match, the files by time).
                     cur.executemany(
                         "INSERT OR IGNORE INTO journal (match_id, n, entry) VALUES (?, ?, ?)",
                         sorted(r for r in rows if r[0] in running),
                     )
             finally:
                 conn.execute("PRAGMA synchronous=NORMAL")
-            os.unlink(path)
+            for path in found:
+                os.unlink(path)
             return FileMoved(len(rows), problems, frozenset(running))
 
         return await self._run(run)

@@ -182,7 +182,7 @@ async def test_a_damaged_file_costs_the_match_that_lost_an_entry_only(tmp_path: 
     damaged[-1] ^= 0xFF  # b0's last byte
     Path(log).write_bytes(bytes(damaged) + frames[2] + frames[3] + frames[0][:5])  # torn tail
     async with Store.open(db) as store:
-        rows, problems, _ = await store.import_journal_file(log)
+        rows, problems, _ = await store.import_journal_files([log])
         assert rows == 3 and len(problems) == 2
         assert "failed their checksum" in problems[0] and "no frame" in problems[1]
         assert await store.journal(A) == [b"a0", b"a1"]
