@@ -139,11 +139,12 @@ class MatchStore(StoreBase):
         *,
         if_open: bool = False,
     ) -> None:
-        def run() -> None:
+        def run() -> bool:  # whether the match has ended now
             with self._transaction() as cur:
                 match = self._match_for_update(cur, match_id)
                 if if_open and match.status != "open":
-                    return  # joined meanwhile: it runs, on the node that joined it
+                    # joined meanwhile: it runs, on the node that joined it
+                    return match.status != "playing"
                 if match.status in ("open", "playing"):
                     self._exec(
                         cur,
@@ -152,15 +153,16 @@ class MatchStore(StoreBase):
                     )
                     # The journal served to resume the match; its record (if any) holds the rest.
                     self._exec(cur, "DELETE FROM journal WHERE match_id = ?", (match_id,))
-                    return
+                    return True
                 # Compare canonical texts: JSON null and "no result" are different things.
                 old = _json(match.result) if match.status == "finished" else None
                 if match.status != status or (status == "finished" and old != result):
                     raise Conflict(f"match {match_id} is already {match.status}")
+                return True
 
-        await self._run(run)
-        for callback in self._on_match_end:
-            callback(match_id)
+        if await self._run(run):
+            for callback in self._on_match_end:
+                callback(match_id)
 
     async def get_match(self, match_id: str) -> MatchRow | None:
         """Return the match, or None if there is no such match."""

@@ -127,6 +127,22 @@ async def test_a_server_keeps_no_segment_that_only_matches_that_ended_have_moves
         server.cancel_scope.cancel()
 
 
+async def test_the_store_says_a_match_ended_only_once_its_end_is_committed(
+    tmp_path: Path,
+) -> None:
+    # The journal file lets go of a match's moves on this word: a match that still runs must
+    # never be reported (a host's cancel that lost the race with a join leaves it playing).
+    async with Store.open(tmp_path / "db.sqlite") as store:
+        await _seed(store, A, B)
+        ended: list[str] = []
+        store.on_match_end(ended.append)
+        await store.abort_match(A, 1, "cancelled", if_open=True)
+        assert ended == [] and A in {r.id for r in await store.running_matches()}
+        await store.finish_match(A, {"winner": 0}, 2)
+        await store.abort_match(B, 2, "gone")
+        assert ended == [A, B]
+
+
 async def test_past_its_bound_the_oldest_segment_is_moved_into_the_database(
     tmp_path: Path,
 ) -> None:
