@@ -185,12 +185,20 @@ async def expect_shot(q: Probe, n: int, shooter: int, cell: Cell) -> m.ShotCalle
     ``cell``."""
     sh = await q.expect(m.ShotCalled)
     assert isinstance(sh, m.ShotCalled)
-    if (sh.n, sh.seat, list(sh.cells), sh.radar) != (n, shooter, [cell.label()], False):
+    _check_call(q, "shot is", sh, n, shooter, cell)
+    return sh
+
+
+def _check_call(
+    q: Probe, what: str, msg: m.ShotCalled | m.VerdictMsg, n: int, shooter: int, cell: Cell
+) -> None:
+    """``msg`` (a ``shot``, or the ``verdict`` on one) is number ``n``, by ``shooter``, a
+    ``fire`` at ``cell``."""
+    if (msg.n, msg.seat, list(msg.cells), msg.radar) != (n, shooter, [cell.label()], False):
         raise CaseFailed(
-            f"{q.name}: shot is n={sh.n} seat={sh.seat} cells={list(sh.cells)}; expected "
+            f"{q.name}: {what} n={msg.n} seat={msg.seat} cells={list(msg.cells)}; expected "
             f"n={n} seat={shooter} cells={[cell.label()]}"
         )
-    return sh
 
 
 async def fire_and_answer(
@@ -227,11 +235,7 @@ async def expect_verdict(
     checked."""
     v = await q.expect(m.VerdictMsg)
     assert isinstance(v, m.VerdictMsg)
-    if (v.n, v.seat, list(v.cells), v.radar) != (n, shooter, [cell.label()], False):
-        raise CaseFailed(
-            f"{q.name}: verdict on n={v.n} seat={v.seat} cells={list(v.cells)}; expected n={n}"
-            f" seat={shooter} cells={[cell.label()]}"
-        )
+    _check_call(q, "verdict on", v, n, shooter, cell)
     if sent is not None and v.verdict != sent:
         raise CaseFailed(f"{q.name}: the relayed verdict differs from the defender's answer")
     check_verdict(t, v, shooter, [cell])
