@@ -15,7 +15,14 @@ import trio
 from click.testing import CliRunner
 from seabattle.client.bench import BARS, FIGURES, bench, judge, local_record, time_verify
 from seabattle.client.bench.figures import GENERATOR_LIMIT_PCT
-from seabattle.client.bench.players import Scenario, _BarePlayer, _make_run, _Pace
+from seabattle.client.bench.players import (
+    Scenario,
+    _BarePlayer,
+    _make_run,
+    _Pace,
+    _Pacer,
+    _Shooter,
+)
 from seabattle.protocol.rules import preset
 
 
@@ -97,6 +104,37 @@ async def test_a_match_behind_its_pace_skips_the_slots_it_missed_keeping_its_pha
     # Not the two that were due at 4.5 and 6.5 right behind it: the next is the 8.5 one.
     assert shooter.pace.next_at == pytest.approx(8.5)
     assert run.skipped == 2
+
+
+async def test_the_pacer_fires_each_seat_at_its_time_and_goes_on_past_a_lost_one(
+    autojump_clock: Any,
+) -> None:
+    # Human-paced shots leave on their slots from one task; a seat whose connection is gone
+    # (its own task counts that) must not stop the others' shots.
+    fired: list[tuple[str, float]] = []
+
+    class Seat(_Shooter):
+        def __init__(self, name: str, lost: bool = False) -> None:
+            self.name, self.lost = name, lost
+
+        async def _wake(self) -> None:
+            fired.append((self.name, trio.current_time() - t0))
+            if self.lost:
+                raise trio.BrokenResourceError("gone")
+
+    pacer = _Pacer()
+    t0 = trio.current_time()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(pacer.run)
+        pacer.add(Seat("b"), t0 + 2.0)
+        pacer.add(Seat("a", lost=True), t0 + 1.0)
+        await trio.sleep(1.5)
+        pacer.add(Seat("c"), t0 + 1.7)  # sooner than the pacer's sleep: it wakes for it
+        pacer.add(Seat("late"), t0)  # already due: at once
+        await trio.sleep(1.0)
+        nursery.cancel_scope.cancel()
+    assert [name for name, _ in fired] == ["a", "late", "c", "b"]
+    assert [at for _, at in fired] == pytest.approx([1.0, 1.5, 1.7, 2.0])
 
 
 def _result(pace: float, *, kb: float, generator: float = 50.0) -> dict[str, Any]:
