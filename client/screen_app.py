@@ -85,12 +85,16 @@ class LineInput(Input):
         self._at = len(self.history)
         self._draft = ""
 
-    async def action_submit(self) -> None:
-        """Enter: the line goes to the game at once, before any key typed after it is handled
-        (Textual's own ``Submitted`` message would come after them)."""
-        app = self.app
-        assert isinstance(app, ScreenApp)
-        app.submit(self)
+    async def _on_key(self, event: events.Key) -> None:
+        """Enter sends the line here, in the order the keys came: the input's own binding for
+        it runs only once the key has bubbled up to the app, and by then the keys typed after
+        it may be in the line already (two lines typed in one burst went as one, "A1B1")."""
+        if event.key == "enter":
+            event.stop()
+            event.prevent_default()  # neither Input's key handler nor its binding
+            app = self.app
+            assert isinstance(app, ScreenApp)
+            app.submit(self)
 
     def action_history(self, step: int) -> None:
         """Show the previous (``-1``) or next (``1``) line of the history."""

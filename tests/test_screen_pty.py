@@ -287,7 +287,7 @@ async def test_play_on_the_game_screen_with_both_clocks(server: tuple[str, int])
                 await term.expect(r"you: shot clock \d+ s")
                 # A1 twice (the second is refused), then every other cell: a label typed a
                 # third time would take the screen's repainted refusal of the second for its
-                # own answer, and the next line would be typed too soon (seen: "A1B1").
+                # own answer, and the next line would be typed too soon.
                 await fire_until_over(term, ["A1", "A1", *cells(6, 6)[1:]], "play")
                 await term.expect(r"match over: you (won|lost)")
                 term.snap("play-over")
@@ -299,6 +299,38 @@ async def test_play_on_the_game_screen_with_both_clocks(server: tuple[str, int])
         assert "refused: you have fired at that cell already; call another" in out
         assert re.search(r"you fired: A1 (hit|miss|sunk)", out)
         assert box[0].won is not None
+    finally:
+        term.close()
+
+
+async def test_two_lines_typed_in_one_burst_are_two_commands(server: tuple[str, int]) -> None:
+    # A fast typist or a script writes "A1<Enter>B1<Enter>" before the screen has drawn anything:
+    # each Enter ends its own line (the input's binding used to run after the keys behind it had
+    # reached the line, which sent "A1B1").
+    host, port = server
+    rules = {"preset": "sea-battle", "rows": 6, "cols": 6, "fleet": [["Ship-3", 3], ["Ship-2", 2]]}
+    term = await Screen.spawn("play", "--server", f"{host}:{port}", "--rules", json.dumps(rules))
+    try:
+        with trio.fail_after(60):
+            async with trio.open_nursery() as nursery:
+
+                async def bot() -> None:
+                    await quick_bot(server, rules, "blind", random.Random(3))
+
+                nursery.start_soon(bot)
+                await term.expect(r"place Ship-3 \(3\) across")
+                term.press("random", ENTER)
+                await term.expect(r"your fleet is placed and fixed")
+                await term.expect(r"(?m)^ your shot \([^)]*\): *$")
+                since = len(term.raw)
+                term.press("A1", ENTER, "B1", ENTER)
+                await term.expect_output(r"you fired: A1 ", since)
+                said = await term.expect_output(
+                    r"you fired: B1 |not now: wait for your turn|refused: [^\n]*B1", since
+                )
+                assert said is not None
+                nursery.cancel_scope.cancel()
+        assert "A1B1" not in term.output
     finally:
         term.close()
 
