@@ -23,6 +23,7 @@ from seabattle.client.bench.players import (
     _Pacer,
     _Shooter,
 )
+from seabattle.common.netio import direct
 from seabattle.protocol.rules import preset
 
 
@@ -135,6 +136,28 @@ async def test_the_pacer_fires_each_seat_at_its_time_and_goes_on_past_a_lost_one
         nursery.cancel_scope.cancel()
     assert [name for name, _ in fired] == ["a", "late", "c", "b"]
     assert [at for _, at in fired] == pytest.approx([1.0, 1.5, 1.7, 2.0])
+
+
+async def test_a_seat_s_frames_leave_whole_and_in_order_when_its_socket_is_full() -> None:
+    # The pacer fires while the seat's own task may still be writing an answer the socket did
+    # not take at once: the frames must not interleave.
+    a, b = trio.socket.socketpair()
+    stream = trio.SocketStream(a)
+    run = _make_run(Scenario("blind", 1, pace=2.0), preset("classic"), 1)
+    seat = _BarePlayer(run, _Pace(), 0, bytes(16))
+    seat.stream, seat.sock = stream, direct(stream)
+    big, small = bytes(range(256)) * 8192, b"next frame"  # 2 MiB: more than the socket holds
+    got = bytearray()
+    async with trio.open_nursery() as nursery:
+        run.nursery = nursery
+        seat._write(big)
+        seat._write(small)  # behind the rest of big, not in the middle of it
+        assert seat._backlog  # the socket did not take it all: a task is writing the rest
+        while len(got) < len(big) + len(small):
+            got += await b.recv(65536)
+    assert bytes(got) == big + small and seat._backlog is None
+    await stream.aclose()
+    b.close()
 
 
 def _result(pace: float, *, kb: float, generator: float = 50.0) -> dict[str, Any]:

@@ -111,6 +111,7 @@ async def drive(
     collecting = gc.isenabled()
     try:
         async with trio.open_nursery() as nursery:
+            run.nursery = nursery
             if sc.pace > 0:
                 nursery.start_soon(run.pacer.run)
             limiter = trio.CapacityLimiter(_SETUP_CONCURRENCY)

@@ -5,6 +5,7 @@ baseline), one trio task per connection driving the sans-IO ``Connection`` direc
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import itertools
 import math
@@ -28,7 +29,7 @@ from seabattle.protocol.rules import RuleSet
 from seabattle.protocol.session import LEAN, Connection, Role, State, auth_payload
 from seabattle.protocol.verdict import Defender, Shot
 
-from .children import _read_exact, _send
+from .children import _read_exact
 
 __all__ = ["Scenario"]
 
@@ -89,10 +90,9 @@ class _Pacer:
             now = trio.current_time()
             while heap and heap[0][0] <= now:
                 shooter = heapq.heappop(heap)[2]
-                try:
+                # A seat whose connection is gone: its own task finds out and counts it.
+                with contextlib.suppress(*_LOST):
                     await shooter._wake()
-                except (*_LOST, trio.BusyResourceError):
-                    pass  # the seat's own task finds the connection gone and counts it
             self._next = heap[0][0] if heap else math.inf
             self._wake = trio.Event()
             with trio.move_on_at(self._next):
@@ -125,6 +125,8 @@ class _Run:
     defender_copy: bool = False
     #: acts for the seats at human pace (the caller runs :meth:`_Pacer.run`)
     pacer: _Pacer = field(default_factory=_Pacer)
+    #: where a seat's write that has to wait for its socket runs (set by the caller)
+    nursery: trio.Nursery | None = None
 
     def start_firing(self) -> None:
         """Give the go: every match fires from now on, each at its own phase."""
@@ -152,12 +154,45 @@ def _make_run(sc: Scenario, rules: RuleSet, seed: int) -> _Run:
 
 
 class _Shooter:
-    """What both kinds of player share: whose turn it is, the pace, and the wait for either."""
+    """What both kinds of player share: whose turn it is, the pace, the wait for either, and
+    the writes."""
 
     run: _Run
     pace: _Pace
     wake_at: float
     scope: trio.CancelScope | None
+    stream: trio.SocketStream | None
+    sock: DirectSocket | None
+    #: frames the socket did not take at once, oldest first, being written by :meth:`_drain`
+    _backlog: list[bytes] | None = None
+
+    def _write(self, frame: bytes | bytearray | memoryview) -> None:
+        """Send ``frame`` without waiting: straight to the socket when it takes all of it (the
+        usual case), else behind whatever is still waiting, by a task that waits for the
+        socket. A seat has two writers at human pace (its own task answers, the pacer fires),
+        so neither may be left half-way through a frame when the other writes."""
+        if self._backlog is None:
+            if self.sock is not None:
+                sent = self.sock.try_send(frame)
+                if sent == len(frame):
+                    return
+                frame = frame[sent:]
+            self._backlog = [bytes(frame)]  # a copy: ``frame`` may view the shared read buffer
+            assert self.run.nursery is not None
+            self.run.nursery.start_soon(self._drain)
+        else:
+            self._backlog.append(bytes(frame))
+
+    async def _drain(self) -> None:
+        assert self.stream is not None and self._backlog is not None
+        try:
+            while self._backlog:
+                await self.stream.send_all(self._backlog[0])
+                del self._backlog[0]
+        except _LOST:
+            pass  # the seat's own task finds the connection gone and counts it
+        finally:
+            self._backlog = None
 
     def _turn(self) -> None:
         """It is this seat's turn: fire now (bot speed) or when the match's pace says."""
@@ -283,7 +318,7 @@ class _Player(_Shooter):
         frame = self.conn.send(msg)
         if not isinstance(msg, m.Pong):
             self.last = frame
-        await _send(self.stream, self.sock, frame)
+        self._write(frame)
 
     async def recv_until(self, cls: type[m.Message]) -> m.Message:
         """Read until a message of type ``cls`` arrives; others wait in the backlog."""
@@ -408,7 +443,7 @@ class _Player(_Shooter):
         if self.resend:
             assert self.stream is not None
             self.resend = False
-            await _send(self.stream, self.sock, self.last)
+            self._write(self.last)
         else:
             await self._fire()
 
@@ -500,7 +535,7 @@ class _BarePlayer(_Shooter):
             msg = m.VerdictMsg(
                 self.match, 1, self.n, self.seat, 0, (run.labels[i],), False, verdict, 1 - self.seat
             )
-        await _send(self.stream, self.sock, encode_frame(m.encode(msg)))
+        self._write(encode_frame(m.encode(msg)))
 
     async def on(self, msg: m.Message) -> None:
         assert self.stream is not None
@@ -516,7 +551,7 @@ class _BarePlayer(_Shooter):
             out = m.VerdictMsg(
                 self.match, 1, msg.n, msg.seat, msg.member, msg.cells, False, v.to_dict(), msg.seat
             )
-            await _send(self.stream, self.sock, encode_frame(m.encode(out)))
+            self._write(encode_frame(m.encode(out)))
         elif isinstance(msg, m.VerdictMsg) and msg.seat == self.seat:
             self.run.shot_done(time.perf_counter() - self.sent_at)
             self._turn()
