@@ -1,6 +1,7 @@
 """The load generator: scenarios, the state shared by the players of one run, and the cheap
 players themselves (:class:`_Player` against a server, :class:`_BarePlayer` against a
-baseline), one trio task per connection driving the sans-IO ``Connection`` directly.
+baseline), one trio task per connection driving the sans-IO ``Connection`` directly, and at
+human pace one more (:class:`_Pacer`) that fires every match's shots on their slots.
 """
 
 from __future__ import annotations
