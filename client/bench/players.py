@@ -70,7 +70,9 @@ class _Pacer:
     the slot as its deadline; but entering, cancelling and leaving a scope per shot cost the
     generator ~15 % of its CPU at 5,000 matches, and a busier generator adds its own queueing
     to the round trips it measures. One heap and one sleep serve every match instead; the
-    seats' own tasks only read."""
+    seats' own tasks no longer wait for their slots (they read, and write their answers).
+    The shape is the server's heartbeat (``server/timers.py``), which the client may not
+    import."""
 
     def __init__(self) -> None:
         self._heap: list[tuple[float, int, _Shooter]] = []
