@@ -117,6 +117,14 @@ def _settings() -> Any:
     help="Server processes on this port (SO_REUSEPORT), one per core: each a node of one"
     " cluster on the database (default 1).",
 )
+@click.option(
+    "--cpu-latency-us",
+    type=int,
+    default=None,
+    metavar="US",
+    help="Hold idle CPUs to this wake-up latency while serving (Linux PM QoS, needs root; 0:"
+    " idle CPUs poll): faster round trips at human pace, for CPU spent idling.",
+)
 def serve(config: str | None, print_config: bool, **given: Any) -> None:
     """Run a referee server (one node of several, on PostgreSQL).
 

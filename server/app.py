@@ -33,6 +33,7 @@ from typing import Any
 
 import trio
 from seabattle.common.keys import load_or_create_key
+from seabattle.common.latency import CpuLatencyError, cpu_latency
 
 from .cluster import Cluster, ClusterConfig
 from .config import Limits
@@ -349,6 +350,7 @@ def main(
     limits: Limits | None = None,
     workers: int = 1,
     reuse_port: bool = False,
+    cpu_latency_us: int | None = None,
 ) -> None:
     """Run the server until SIGINT/SIGTERM (``seabattle serve``); prints where it listens.
 
@@ -360,19 +362,50 @@ def main(
     ``limits``: the server's :class:`~.config.Limits` (``seabattle serve`` reads them with
     :mod:`.settings`). A file or folder it cannot use stops it with one line on stderr.
     ``workers`` > 1 runs that many server processes on this port (:mod:`.workers`), each of
-    them this function with ``reuse_port``.
+    them this function with ``reuse_port``. ``cpu_latency_us``: hold idle CPUs to this wake-up
+    latency while serving (:mod:`seabattle.common.latency`; ``0``: idle CPUs poll), held once,
+    by the supervisor when there are workers.
     """
-    if workers > 1:
-        kwargs = dict(locals())
-        del kwargs["workers"], kwargs["reuse_port"]
-        configure_logging(log_format)
-        supervise(workers, kwargs)
-        return
+    configure_logging(log_format)
+    try:
+        with cpu_latency(cpu_latency_us):
+            if workers > 1:
+                kwargs = dict(locals())
+                del kwargs["workers"], kwargs["reuse_port"]
+                kwargs["cpu_latency_us"] = None  # held here, for every worker
+                supervise(workers, kwargs)
+                return
+            _main(**{k: v for k, v in locals().items() if k not in _NOT_SERVING})
+    except CpuLatencyError as e:
+        raise SystemExit(f"seabattle server: {e.strerror}") from None
+
+
+_NOT_SERVING = frozenset({"workers", "cpu_latency_us", "log_format"})
+
+
+def _main(
+    host: str,
+    port: int,
+    db: str,
+    key: str,
+    guests: bool,
+    tls_cert: str | None,
+    tls_key: str | None,
+    json_status: bool,
+    metrics_port: int | None,
+    metrics_host: str,
+    node: str,
+    cluster: bool | None,
+    advertise: str | None,
+    lease: float,
+    limits: Limits | None,
+    reuse_port: bool,
+) -> None:
+    """One server process (:func:`main` without workers)."""
     if advertise is not None:
         _host, sep, aport = advertise.rpartition(":")
         if not sep or not _host or not aport.isdigit():
             raise SystemExit(f"seabattle server: --advertise {advertise!r} is not HOST:PORT")
-    configure_logging(log_format)
     tls: ssl.SSLContext | None = None
     if tls_cert or tls_key:
         if not (tls_cert and tls_key):

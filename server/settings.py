@@ -89,6 +89,14 @@ OPTIONS: dict[str, Option] = {
         lo=1,
         hi=256,
     ),
+    "cpu_latency_us": Option(
+        int,
+        None,
+        "hold idle CPUs to this wake-up latency while serving, in µs (Linux, root; 0: poll)",
+        optional=True,
+        lo=0,
+        hi=2**31 - 1,
+    ),
     "handshake_timeout": _limit(
         "handshake_timeout",
         "seconds from connecting to authenticated",

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from seabattle.common.latency import CpuLatencyError, cpu_latency
 from seabattle.protocol.rules import PRESETS, preset
 
 from .children import DB_ENV, JOURNAL_ENV
@@ -124,6 +125,15 @@ QUICK = (
     help="The players do not offer the capability lean, so the server copies each player's own"
     " moves back to it (4 frames a blind shot instead of 2), as before protocol revision 4.",
 )
+@click.option(
+    "--cpu-latency-us",
+    type=click.IntRange(0, 2**31 - 1),
+    default=None,
+    metavar="US",
+    help="Hold every CPU's idle wake-up latency at US microseconds for the whole run (Linux PM"
+    " QoS, needs root; 0: idle CPUs poll), as serve --cpu-latency-us does: the server, the"
+    " baselines and the generator alike.",
+)
 def bench(
     server: str | None,
     server_pid: int | None,
@@ -145,6 +155,7 @@ def bench(
     copies: bool,
     durable: bool,
     echo: bool,
+    cpu_latency_us: int | None,
 ) -> None:
     """Load-test a server with bot matches; every figure also as a ratio to a bare trio baseline."""
     if rules not in PRESETS:
@@ -163,19 +174,23 @@ def bench(
     if db:
         os.environ[DB_ENV] = db
     console = Console(stderr=as_json, width=max(Console().width, 110))
-    report = run_bench(
-        scenarios,
-        server=_hostport(server) if server else None,
-        server_pid=server_pid,
-        baseline=not no_baseline,
-        repeat=max(1, repeat),
-        rules=preset(rules),
-        profile_dir=profile_dir,
-        console=Console(stderr=True),
-        workers=workers,
-        copies=copies,
-        durable=durable,
-    )
+    try:
+        with cpu_latency(cpu_latency_us):
+            report = run_bench(
+                scenarios,
+                server=_hostport(server) if server else None,
+                server_pid=server_pid,
+                baseline=not no_baseline,
+                repeat=max(1, repeat),
+                rules=preset(rules),
+                profile_dir=profile_dir,
+                console=Console(stderr=True),
+                workers=workers,
+                copies=copies,
+                durable=durable,
+            )
+    except CpuLatencyError as e:
+        raise click.ClickException(str(e.strerror)) from None
     if as_json:
         click.echo(json.dumps(_strip(report), indent=2))
     else:

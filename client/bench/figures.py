@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from seabattle.common.latency import current
 
 __all__ = ["BARS", "FIGURES", "GENERATOR_LIMIT_PCT", "HUMAN_BAR_MATCHES", "MODES", "machine"]
 
@@ -144,4 +145,23 @@ def machine() -> dict[str, Any]:
         "trio": trio.__version__,
         # Read when the report is made: with other_cpu_pct, how busy the machine was.
         "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        # How quickly an idle CPU wakes decides a human-paced round trip (BENCHMARKS.md,
+        # session 12): the cpuidle driver, and the wake-up latency every CPU is held to (None:
+        # not readable; the kernel's "no limit" is 2000000000).
+        "cpuidle": _read("/sys/devices/system/cpu/cpuidle/current_driver"),
+        "cpu_latency_us": _held_latency(),
     }
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
+def _held_latency() -> int | None:
+    try:
+        return current()
+    except OSError:
+        return None

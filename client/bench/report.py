@@ -112,6 +112,15 @@ def _fmt(v: float | None, digits: int = 2) -> str:
     return f"{v:.{digits}f}"
 
 
+def _idle(mc: dict[str, Any]) -> str:
+    """How idle CPUs sleep, where it is known (older reports did not say)."""
+    held = mc.get("cpu_latency_us")
+    driver = mc.get("cpuidle")
+    if held is not None and held < 2_000_000_000:
+        return f"; idle CPUs held to a {held} µs wake-up" + (f" ({driver})" if driver else "")
+    return f"; cpuidle {driver}" if driver else ""
+
+
 def print_report(report: dict[str, Any], console: Console) -> None:
     """The human tables: one per scenario, then the bars."""
     mc = report["machine"]
@@ -120,6 +129,7 @@ def print_report(report: dict[str, Any], console: Console) -> None:
         f"{mc['implementation']} {mc['python']}, trio {mc['trio']}; rules {report['rules']}; "
         f"target: {report['target']}"
         + ("; server and generator pinned to cores 0 and 1" if report["pinned"] else "")
+        + _idle(mc)
     )
     for sc in report["scenarios"]:
         kind = sc.get("baseline_kind") or ("relay" if sc["mode"] == "blind" else "echo")
