@@ -35,7 +35,14 @@ _VALUE = struct.Struct("=i")  # the kernel reads a native 32-bit int (or its hex
 
 
 class CpuLatencyError(OSError):
-    """The latency asked for cannot be held; ``str()`` names the device and why."""
+    """The latency asked for cannot be held; ``strerror`` names the latency, the device and
+    why, in one line for the operator."""
+
+    @classmethod
+    def of(cls, us: int, device: str, e: OSError) -> CpuLatencyError:
+        """The refusal of ``us`` by ``device``, from the ``OSError`` that said so."""
+        why = f"cannot hold the CPU wake-up latency at {us} µs: {device}: {e.strerror}"
+        return cls(e.errno, why)
 
 
 def current(device: str | None = None) -> int:
@@ -62,17 +69,13 @@ def cpu_latency(us: int | None, device: str | None = None) -> Iterator[None]:
     try:
         fd = os.open(device, os.O_WRONLY | os.O_CLOEXEC)
     except OSError as e:
-        raise CpuLatencyError(
-            e.errno, f"cannot hold the CPU wake-up latency at {us} µs: {device}: {e.strerror}"
-        ) from None
+        raise CpuLatencyError.of(us, device, e) from None
     try:
         try:
             os.write(fd, _VALUE.pack(us))
         except OSError as e:
-            raise CpuLatencyError(
-                e.errno, f"cannot hold the CPU wake-up latency at {us} µs: {device}: {e.strerror}"
-            ) from None
-        _log.info("idle CPUs held to a %d µs wake-up while serving (%s)", us, device)
+            raise CpuLatencyError.of(us, device, e) from None
+        _log.info("idle CPUs held to a %d µs wake-up (%s)", us, device)
         yield
     finally:
         os.close(fd)  # the kernel drops the request with the last descriptor
