@@ -7,12 +7,17 @@ import from here, never from one another.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
+import os
 import random
+import signal
+import subprocess
+import sys
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -506,3 +511,31 @@ def fire_honestly(g: Game, defenders: list[Defender], rng: random.Random, stop_a
         assert shot is not None
         g.answer(1 - s, defenders[1 - s].answer(shot))
     return True
+
+
+@contextlib.contextmanager
+def server_process(code: str, *args: str) -> Iterator[subprocess.Popen[str]]:
+    """``python -c CODE ARGS...``: a server started as its users start it, in a process of its
+    own, its output on text pipes, unbuffered; killed on the way out if it still runs."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def interrupt(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
+    """SIGINT to ``proc`` (a graceful stop); its exit code (waited for up to 20 s) and the rest
+    of its stdout and stderr."""
+    proc.send_signal(signal.SIGINT)
+    rc = proc.wait(timeout=20)
+    out, err = proc.communicate(timeout=5)
+    return rc, out, err

@@ -9,14 +9,11 @@ These run against the real ``/dev/cpu_dma_latency`` (CI runs as root on Linux).
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers import interrupt, server_process
 from seabattle.client.cli import main as cli
 from seabattle.common.latency import CpuLatencyError, cpu_latency, current
 
@@ -36,24 +33,11 @@ def test_a_server_holds_it_while_it_serves_and_not_after(tmp_path: Path) -> None
     before = current()
     cli_main = "from seabattle.client.cli import main; main()"
     where = ["--port", "0", "--db", str(tmp_path / "db"), "--key", str(tmp_path / "k")]
-    proc = subprocess.Popen(
-        [sys.executable, "-c", cli_main, "serve", *where, "--cpu-latency-us", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    try:
+    with server_process(cli_main, "serve", *where, "--cpu-latency-us", "0") as proc:
         assert proc.stdout is not None
         assert "listening on 127.0.0.1:" in proc.stdout.readline()
         assert current() == 0
-        proc.send_signal(signal.SIGINT)
-        rc = proc.wait(timeout=20)
-        _, err = proc.communicate(timeout=5)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        rc, _, err = interrupt(proc)
     assert rc == 0, err
     assert "idle CPUs held to a 0 µs wake-up" in err
     assert current() == before

@@ -8,9 +8,7 @@ from __future__ import annotations
 import io
 import json
 import logging
-import os
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -22,7 +20,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from helpers import SMALL, Bot, connect, pair, play_both, start_server
+from helpers import SMALL, Bot, connect, interrupt, pair, play_both, server_process, start_server
 from seabattle.protocol import messages as m
 from seabattle.protocol.errors import ErrorCode
 from seabattle.server.app import _redact
@@ -316,14 +314,7 @@ def test_main_prints_json_status_and_serves_metrics(tmp_path: Path) -> None:
         f"main('127.0.0.1', 0, {str(tmp_path / 'db')!r}, {str(tmp_path / 'k')!r}, "
         "json_status=True, log_format='json', metrics_port=0)"
     )
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    try:
+    with server_process(code) as proc:
         assert proc.stdout is not None
         up: dict[str, Any] = json.loads(proc.stdout.readline())
         assert up["event"] == "listening" and up["host"] == "127.0.0.1" and up["port"] > 0
@@ -334,13 +325,7 @@ def test_main_prints_json_status_and_serves_metrics(tmp_path: Path) -> None:
         url = f"http://127.0.0.1:{up['metrics_port']}/metrics"
         with urllib.request.urlopen(url, timeout=10) as resp:
             assert b"seabattle_connections_open 0" in resp.read()
-        proc.send_signal(signal.SIGINT)
-        rc = proc.wait(timeout=20)
-        out, err = proc.communicate(timeout=5)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        rc, out, err = interrupt(proc)
     assert rc == 0, err
     (down,) = [json.loads(line) for line in out.splitlines()]
     assert down["event"] == "stopped" and down["connections"] == 0

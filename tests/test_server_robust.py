@@ -6,11 +6,7 @@ and costly rule sets that never reach the match task or stall the server.
 from __future__ import annotations
 
 import logging
-import os
-import signal
 import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -19,7 +15,19 @@ import pytest
 import trio
 import trio.testing
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from helpers import SMALL, TC, Bot, FakePeer, connect, pair, play_both, raw, start_server
+from helpers import (
+    SMALL,
+    TC,
+    Bot,
+    FakePeer,
+    connect,
+    interrupt,
+    pair,
+    play_both,
+    raw,
+    server_process,
+    start_server,
+)
 from seabattle.protocol import messages as m
 from seabattle.protocol.errors import ErrorCode
 from seabattle.protocol.record import load_record, verify_record
@@ -129,25 +137,12 @@ async def test_ratings_travel_as_integers(
 def test_sigint_right_after_the_address_shuts_down_gracefully(tmp_path: Path) -> None:
     code = "import sys; from seabattle.client.cli import main; sys.argv[0] = 'seabattle'; main()"
     args = ["serve", "--port", "0", "--db", str(tmp_path / "db"), "--key", str(tmp_path / "k")]
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code, *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    try:
+    with server_process(code, *args) as proc:
         assert proc.stdout is not None
         line = proc.stdout.readline()
         assert "listening on 127.0.0.1:" in line, line
-        proc.send_signal(signal.SIGINT)  # at once: the handler must already be in place
         start = time.monotonic()
-        rc = proc.wait(timeout=20)
-        _, err = proc.communicate(timeout=5)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        rc, _, err = interrupt(proc)  # at once: the handler must already be in place
     assert rc == 0, err
     assert "KeyboardInterrupt" not in err and "Traceback" not in err
     assert "shutting down" in err and time.monotonic() - start < 15
