@@ -268,3 +268,17 @@ def test_the_journal_write_bench_times_each_way_against_a_bare_write() -> None:
     assert set(ways) == {"os.write (baseline)", "journal file", "SQLite commit"}
     assert all(r["median_us"] > 0 and r["p90_us"] >= r["median_us"] for r in ways.values())
     assert report["machine"]["cores"] >= 1
+
+
+@pytest.mark.parametrize(("mode", "inputs"), [("blind", 2), ("custody", 1)])
+def test_the_core_bench_times_whole_games_of_accepted_shots(mode: str, inputs: int) -> None:
+    from seabattle.client.bench.core import measure
+
+    # 400 shots in one match outlast a game (100 cells a board), so a new match takes its slot:
+    # every shot timed was accepted by the referee, or measure() would have raised.
+    report = measure(mode, 1, 400, 0.0)
+    assert report["games"] >= 2
+    assert report["inputs_per_shot"] == inputs
+    assert report["messages_sent_per_shot"] >= 2  # the shot to the defender, the verdict back
+    for figure in ("core_us", "bare_us"):
+        assert 0 < report[figure]["median"] <= report[figure]["p90"]

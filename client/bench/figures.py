@@ -8,9 +8,11 @@ import contextlib
 import os
 import platform
 import resource
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import click
 import trio
 from seabattle.common.latency import current
 
@@ -18,6 +20,9 @@ __all__ = ["BARS", "FIGURES", "GENERATOR_LIMIT_PCT", "HUMAN_BAR_MATCHES", "MODES
 
 MODES = ("blind", "custody")
 #: Figures of one run, in report order: (key, label, unit, better).
+#: A click command function, as a decorator takes and gives it back.
+F = TypeVar("F", bound=Callable[..., Any])
+
 FIGURES: tuple[tuple[str, str, str, str], ...] = (
     ("shots_per_s", "shots per second", "/s", "higher"),
     ("rtt_p50_ms", "shot round trip p50", "ms", "lower"),
@@ -165,3 +170,23 @@ def _held_latency() -> int | None:
         return current()
     except OSError:
         return None
+
+
+def machine_line(m: dict[str, Any]) -> str:
+    """The one line a bench prints first: the CPU, its cores, Python and the load average."""
+    load = ", ".join(f"{x:.2f}" for x in m.get("load_average") or [])
+    return f"{m.get('cpu')} x{m.get('cores')}, Python {m.get('python')}, load {load}"
+
+
+def gap_option(default: tuple[float, ...], what: str) -> Callable[[F], F]:
+    """``--gap S`` (repeatable): seconds slept before each ``what`` (0: back to back), as the
+    benches that time one step hot and at human pace take it."""
+    return click.option(
+        "--gap",
+        "gaps",
+        multiple=True,
+        type=float,
+        default=default,
+        show_default=True,
+        help=f"Seconds slept before each {what} (0: back to back); give it again for another run.",
+    )

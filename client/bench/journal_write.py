@@ -26,7 +26,7 @@ from typing import Any
 import click
 import trio
 
-from .figures import machine
+from .figures import gap_option, machine, machine_line
 
 __all__ = ["measure"]
 
@@ -98,15 +98,7 @@ def measure(rows: int, gaps: list[float]) -> dict[str, Any]:
 
 @click.command()
 @click.option("--rows", default=400, show_default=True, help="One-row batches each way, per gap.")
-@click.option(
-    "--gap",
-    "gaps",
-    multiple=True,
-    type=float,
-    default=(0.0, 0.005),
-    show_default=True,
-    help="Seconds between batches (0: back to back); give it again for another run.",
-)
+@gap_option((0.0, 0.005), "batch")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 def main(rows: int, gaps: tuple[float, ...], as_json: bool) -> None:
     """Time one journal batch each way the server stores it, against a bare write."""
@@ -115,8 +107,7 @@ def main(rows: int, gaps: tuple[float, ...], as_json: bool) -> None:
         click.echo(json.dumps(report))
         return
     m = report["machine"]
-    load = ", ".join(f"{x:.2f}" for x in m.get("load_average") or [])
-    click.echo(f"{m.get('cpu')} x{m.get('cores')}, Python {m.get('python')}, load {load}")
+    click.echo(machine_line(m))
     for run in report["runs"]:
         click.echo(
             f"gap {run['gap_s'] * 1000:4.1f} ms  {run['way']:<20} median {run['median_us']:7.1f} µs"
