@@ -39,7 +39,7 @@ from seabattle.protocol.session import MAX_S2C_FRAME
 from seabattle.protocol.state import Phase
 from seabattle.protocol.verdict import Defender
 
-from .figures import gap_option, machine, machine_line
+from .figures import gap_option, machine, machine_line, percentile
 
 __all__ = ["measure"]
 
@@ -110,7 +110,7 @@ def _answer(match: _Match) -> tuple[int, bytes] | None:
 
 
 def _serve(ref: Referee, seat: int, body: bytes) -> list[Any]:
-    """What a server does with one frame body, but the I/O: returns the maps it sent."""
+    """What a server does with one frame body, but the I/O: returns the messages it sent."""
     msg = m.decode(strict_unpack(body))
     sent = []
     for send in ref.receive(seat, msg, 0.0):
@@ -170,8 +170,6 @@ def measure(
         inputs += len(bodies)
         outputs += len(maps)
         done += 1
-    core.sort()
-    bare.sort()
     return {
         "mode": mode,
         "rules": rules,
@@ -181,8 +179,8 @@ def measure(
         "games": games,
         "inputs_per_shot": inputs / shots,
         "messages_sent_per_shot": outputs / shots,
-        "core_us": {"median": statistics.median(core), "p90": core[int(0.9 * (len(core) - 1))]},
-        "bare_us": {"median": statistics.median(bare), "p90": bare[int(0.9 * (len(bare) - 1))]},
+        "core_us": {"median": statistics.median(core), "p90": percentile(core, 0.9)},
+        "bare_us": {"median": statistics.median(bare), "p90": percentile(bare, 0.9)},
     }
 
 

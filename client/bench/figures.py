@@ -5,6 +5,7 @@ the CPU and memory figures read from ``/proc``.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import platform
 import resource
@@ -16,13 +17,20 @@ import click
 import trio
 from seabattle.common.latency import current
 
-__all__ = ["BARS", "FIGURES", "GENERATOR_LIMIT_PCT", "HUMAN_BAR_MATCHES", "MODES", "machine"]
+__all__ = [
+    "BARS",
+    "FIGURES",
+    "GENERATOR_LIMIT_PCT",
+    "HUMAN_BAR_MATCHES",
+    "MODES",
+    "gap_option",
+    "machine",
+    "machine_line",
+    "percentile",
+]
 
 MODES = ("blind", "custody")
 #: Figures of one run, in report order: (key, label, unit, better).
-#: A click command function, as a decorator takes and gives it back.
-F = TypeVar("F", bound=Callable[..., Any])
-
 FIGURES: tuple[tuple[str, str, str, str], ...] = (
     ("shots_per_s", "shots per second", "/s", "higher"),
     ("rtt_p50_ms", "shot round trip p50", "ms", "lower"),
@@ -170,6 +178,19 @@ def _held_latency() -> int | None:
         return current()
     except OSError:
         return None
+
+
+#: A click command function, as a decorator takes and gives it back.
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """The nearest-rank ``q`` quantile of ``values`` (None for none)."""
+    if not values:
+        return None
+    s = sorted(values)
+    k = min(len(s) - 1, max(0, math.ceil(q * len(s)) - 1))
+    return s[k]
 
 
 def machine_line(m: dict[str, Any]) -> str:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import math
 import os
 import random
 import re
@@ -37,6 +36,7 @@ from .figures import (
     _rss_kb,
     _syscalls,
     machine,
+    percentile,
 )
 from .players import _LOST, Scenario, _make_run, _Pace, _Player, _Run, _setup_bare, _setup_match
 from .records import local_record, time_verify_fresh
@@ -70,14 +70,6 @@ async def _fetch_records(addr: tuple[str, int], run: _Run, limit: int) -> list[d
 
 
 # -- one run ---------------------------------------------------------------------------------------
-
-
-def _percentile(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    s = sorted(values)
-    k = min(len(s) - 1, max(0, math.ceil(q * len(s)) - 1))
-    return s[k]
 
 
 async def drive(
@@ -202,8 +194,8 @@ async def drive(
         "window_wall": [wall0, wall0 + window],  # epoch seconds: to line up with server logs
         "shots": shots,
         "shots_per_s": shots / window if window > 0 else None,
-        "rtt_p50_ms": _ms(_percentile(run.rtts, 0.50)),
-        "rtt_p99_ms": _ms(_percentile(run.rtts, 0.99)),
+        "rtt_p50_ms": _ms(percentile(run.rtts, 0.50)),
+        "rtt_p99_ms": _ms(percentile(run.rtts, 0.99)),
         "rtt_mean_ms": _ms(statistics.fmean(run.rtts)) if run.rtts else None,
         "server_cpu_pct": None if cpu is None else 100 * cpu / window,
         "server_cpu_us_per_shot": None if cpu is None or not shots else 1e6 * cpu / shots,
