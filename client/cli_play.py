@@ -39,8 +39,9 @@ PLACEMENT = click.option(
     type=click.Choice(PLACEMENTS),
     default="uniform",
     show_default=True,
-    help="How a fleet is placed: uniformly among all legal fleets, or to cost a density "
-    "shooter shots (for play: what the placing command random does).",
+    help="How a fleet is placed: uniformly among all legal fleets (uniform), on the cells a "
+    "shooter tries last (unlikely), or as the layout a simulated shooter takes longest to sink "
+    "(evasive); for play: what the placing command random does.",
 )
 
 

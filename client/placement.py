@@ -19,7 +19,10 @@ layout is more likely than another, so no shooter can be tuned to a bias); ``unl
 one of :data:`UNLIKELY_DRAWS` uniform draws whose cells are least likely to hold a ship before the
 first shot (every ship cell's chance, plus each ship's highest), which costs a shooter that looks
 where ships are likely shots (STRENGTH.md), at the price of a bias that an opponent who knew of
-it could learn.
+it could learn; ``evasive`` keeps the one of :data:`EVASIVE_DRAWS` uniform draws that a simulated
+density shooter takes the most shots to sink (:data:`EVASIVE_TRIALS` games each), which costs a
+density or ``best`` shooter more than ``unlikely`` where ships may not touch, and about as much
+where they may (STRENGTH.md). It takes a few tenths of a second: it plays those games.
 """
 
 from __future__ import annotations
@@ -34,12 +37,25 @@ from seabattle.protocol.fleet import Fleet, IllegalFleet, Placement, random_flee
 from seabattle.protocol.grid import Cell, parse_cell
 from seabattle.protocol.rules import RuleSet
 
-__all__ = ["HELP", "PLACEMENTS", "UNLIKELY_DRAWS", "PlacementRefused", "Placer", "place_fleet"]
+__all__ = [
+    "EVASIVE_DRAWS",
+    "EVASIVE_TRIALS",
+    "HELP",
+    "PLACEMENTS",
+    "UNLIKELY_DRAWS",
+    "PlacementRefused",
+    "Placer",
+    "place_fleet",
+]
 
 #: The placement strategies by the name the command line and :func:`place_fleet` take.
-PLACEMENTS = ("uniform", "unlikely")
+PLACEMENTS = ("uniform", "unlikely", "evasive")
 #: How many uniform fleets ``unlikely`` draws to keep the least likely-looking one.
 UNLIKELY_DRAWS = 32
+#: How many uniform fleets ``evasive`` draws, and how many simulated games it plays against each.
+#: A layout's own difficulty spreads less than one game's luck (russian: 3.6 shots against 6.2
+#: for the density shooter), so two games a draw pay more than twice the draws (STRENGTH.md).
+EVASIVE_DRAWS, EVASIVE_TRIALS = 16, 2
 
 HELP = (
     "place the next ship: A1 across, C3 down (a/d also do); "
@@ -87,7 +103,26 @@ def place_fleet(
         return min(
             (random_fleet(rules, rng, placed=placed) for _ in range(UNLIKELY_DRAWS)), key=score
         )
+    if placement == "evasive":
+        return _evasive(rules, rng, placed)
     raise ValueError(f"no placement {placement!r}; placements: {', '.join(PLACEMENTS)}")
+
+
+def _evasive(rules: RuleSet, rng: random.Random, placed: dict[int, Placement] | None) -> Fleet:
+    """The draw a density shooter takes longest to sink, by :data:`EVASIVE_TRIALS` games each."""
+    from .bots import DensityStrategy  # bots reads botsim, whose measure places fleets with us
+    from .botsim import simulate_shots_to_win
+
+    # The games' own stream comes from ``rng``, so a seed replays the same fleet.
+    shooter = random.Random(rng.getrandbits(64))
+
+    def cost(fleet: Fleet) -> int:
+        return sum(
+            simulate_shots_to_win(rules, DensityStrategy(), shooter, fleet)
+            for _ in range(EVASIVE_TRIALS)
+        )
+
+    return max((random_fleet(rules, rng, placed=placed) for _ in range(EVASIVE_DRAWS)), key=cost)
 
 
 @functools.lru_cache(maxsize=16)

@@ -1,4 +1,5 @@
-"""Placement strategies: legal fleets by either strategy, and `unlikely` costs a shooter shots."""
+"""Placement strategies: legal fleets by every strategy; `unlikely` and `evasive` cost a shooter
+shots."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def test_every_strategy_places_legal_fleets_reproducibly(placement: str, rules: 
 
 
 def test_an_unknown_strategy_is_refused_with_the_choices() -> None:
-    with pytest.raises(ValueError, match="placements: uniform, unlikely"):
+    with pytest.raises(ValueError, match="placements: uniform, unlikely, evasive"):
         place_fleet(CLASSIC, random.Random(0), "corners")
 
 
@@ -61,6 +62,15 @@ def test_unlikely_placement_costs_a_density_shooter_shots() -> None:
     uniform = measure(CLASSIC, DensityStrategy, 80, seed=3)
     unlikely = measure(CLASSIC, DensityStrategy, 80, seed=3, placement="unlikely")
     assert unlikely.mean > uniform.mean + 1
+
+
+def test_evasive_placement_costs_a_density_shooter_shots() -> None:
+    # It keeps the draw its own density games took longest on; the shooter measured here plays
+    # other games on those fleets (its own stream), so what it loses is the layouts' doing.
+    rules = PRESETS["classic-8x8"]
+    uniform = measure(rules, DensityStrategy, 40, seed=3)
+    evasive = measure(rules, DensityStrategy, 40, seed=3, placement="evasive")
+    assert evasive.mean > uniform.mean + 1
 
 
 def test_measure_gives_the_same_boards_to_every_strategy_with_the_same_seed(
