@@ -54,7 +54,8 @@ PLACEMENTS = ("uniform", "unlikely", "evasive")
 UNLIKELY_DRAWS = 32
 #: How many uniform fleets ``evasive`` draws, and how many simulated games it plays against each.
 #: A layout's own difficulty spreads less than one game's luck (russian: 3.6 shots against 6.2
-#: for the density shooter), so two games a draw pay more than twice the draws (STRENGTH.md).
+#: for the density shooter, STRENGTH.md), so one game judges a draw poorly; by those spreads
+#: 16 draws of 2 games pick a harder layout than 32 of 1 (reckoned, not played).
 EVASIVE_DRAWS, EVASIVE_TRIALS = 16, 2
 
 HELP = (
@@ -110,7 +111,8 @@ def place_fleet(
 
 def _evasive(rules: RuleSet, rng: random.Random, placed: dict[int, Placement] | None) -> Fleet:
     """The draw a density shooter takes longest to sink, by :data:`EVASIVE_TRIALS` games each."""
-    from .bots import DensityStrategy  # bots reads botsim, whose measure places fleets with us
+    # Loaded when used, as _prior's sampler is: placing by hand needs no shooter.
+    from .bots import DensityStrategy
     from .botsim import simulate_shots_to_win
 
     # The games' own stream comes from ``rng``, so a seed replays the same fleet.
