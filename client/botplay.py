@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import trio
 from seabattle.protocol.grid import Cell
 from seabattle.protocol.rules import RuleSet, SunkReport
 from seabattle.protocol.verdict import Result, SunkClaim, Verdict
@@ -118,7 +119,10 @@ async def play_match(
     rules = match.rules
 
     async def place() -> None:
-        await match.place(place_fleet(rules, rng, placement), rng=rng)
+        # In a thread: ``evasive`` plays simulated games for about a second, and the match's
+        # connection (its clock, the server's pings) must not wait for them.
+        fleet = await trio.to_thread.run_sync(place_fleet, rules, rng, placement)
+        await match.place(fleet, rng=rng)
 
     if not match.placed:
         await place()

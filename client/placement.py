@@ -19,10 +19,10 @@ layout is more likely than another, so no shooter can be tuned to a bias); ``unl
 one of :data:`UNLIKELY_DRAWS` uniform draws whose cells are least likely to hold a ship before the
 first shot (every ship cell's chance, plus each ship's highest), which costs a shooter that looks
 where ships are likely shots (STRENGTH.md), at the price of a bias that an opponent who knew of
-it could learn; ``evasive`` keeps the one of :data:`EVASIVE_DRAWS` uniform draws that a simulated
-density shooter takes the most shots to sink (:data:`EVASIVE_TRIALS` games each), which costs a
-density or ``best`` shooter more than ``unlikely`` where ships may not touch, and about as much
-where they may (STRENGTH.md). It takes a few tenths of a second: it plays those games.
+it could learn; ``evasive`` races :data:`EVASIVE_DRAWS` uniform draws against a simulated
+density shooter (:data:`EVASIVE_ROUNDS`, 144 games in all) and keeps the one it took the most
+shots to sink, which costs a density or ``best`` shooter more shots than ``unlikely`` on every
+preset (STRENGTH.md). It takes about a second: it plays those games.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from seabattle.protocol.rules import RuleSet
 
 __all__ = [
     "EVASIVE_DRAWS",
-    "EVASIVE_TRIALS",
+    "EVASIVE_ROUNDS",
     "HELP",
     "PLACEMENTS",
     "UNLIKELY_DRAWS",
@@ -52,11 +52,15 @@ __all__ = [
 PLACEMENTS = ("uniform", "unlikely", "evasive")
 #: How many uniform fleets ``unlikely`` draws to keep the least likely-looking one.
 UNLIKELY_DRAWS = 32
-#: How many uniform fleets ``evasive`` draws, and how many simulated games it plays against each.
-#: A layout's own difficulty spreads less than one game's luck (russian: 3.6 shots against 6.2
-#: for the density shooter, STRENGTH.md), so one game judges a draw poorly; by those spreads
-#: 16 draws of 2 games pick a harder layout than 32 of 1 (reckoned, not played).
-EVASIVE_DRAWS, EVASIVE_TRIALS = 16, 2
+#: How many uniform fleets ``evasive`` draws for its race.
+EVASIVE_DRAWS = 64
+#: ``evasive``'s race, round by round: every draw still in it plays ``games`` more simulated
+#: density games, and the ``keep`` that took the most shots so far go on. A layout's own
+#: difficulty spreads less than one game's luck (six-ship, for ``best``: 2.9 shots against 9.2,
+#: STRENGTH.md), so one game judges a draw poorly; the race spends its games on the draws still
+#: likely to win, which picked harder layouts than 16 draws of 2 games each (+3.6 shots against
+#: +2.0 on six-ship, for ``best``).
+EVASIVE_ROUNDS: tuple[tuple[int, int], ...] = ((1, 16), (3, 4), (8, 1))
 
 HELP = (
     "place the next ship: A1 across, C3 down (a/d also do); "
@@ -110,21 +114,23 @@ def place_fleet(
 
 
 def _evasive(rules: RuleSet, rng: random.Random, placed: dict[int, Placement] | None) -> Fleet:
-    """The draw a density shooter takes longest to sink, by :data:`EVASIVE_TRIALS` games each."""
+    """The draw a density shooter took longest to sink in :data:`EVASIVE_ROUNDS`' race."""
     # Loaded when used, as _prior's sampler is: placing by hand needs no shooter.
     from .bots import DensityStrategy
     from .botsim import simulate_shots_to_win
 
+    draws = [random_fleet(rules, rng, placed=placed) for _ in range(EVASIVE_DRAWS)]
     # The games' own stream comes from ``rng``, so a seed replays the same fleet.
     shooter = random.Random(rng.getrandbits(64))
-
-    def cost(fleet: Fleet) -> int:
-        return sum(
-            simulate_shots_to_win(rules, DensityStrategy(), shooter, fleet)
-            for _ in range(EVASIVE_TRIALS)
-        )
-
-    return max((random_fleet(rules, rng, placed=placed) for _ in range(EVASIVE_DRAWS)), key=cost)
+    shots = [0] * len(draws)
+    racing = list(range(len(draws)))
+    for games, keep in EVASIVE_ROUNDS:
+        for k in racing:
+            for _ in range(games):
+                shots[k] += simulate_shots_to_win(rules, DensityStrategy(), shooter, draws[k])
+        # Every draw still racing has played as many games, so the totals rank them.
+        racing = sorted(racing, key=lambda k: -shots[k])[:keep]
+    return draws[racing[0]]
 
 
 @functools.lru_cache(maxsize=16)

@@ -22,7 +22,8 @@ CLASSIC = PRESETS["classic"]
 @pytest.mark.parametrize("rules", list(PRESETS.values()), ids=list(PRESETS))
 @pytest.mark.parametrize("placement", PLACEMENTS)
 def test_every_strategy_places_legal_fleets_reproducibly(placement: str, rules: RuleSet) -> None:
-    for seed in range(3):
+    # evasive plays 144 simulated games a placement: one seed is enough to show it replays.
+    for seed in range(1 if placement == "evasive" else 3):
         fleet = place_fleet(rules, random.Random(seed), placement)
         fleet.validate(rules)
         assert fleet == place_fleet(rules, random.Random(seed), placement)
@@ -67,10 +68,11 @@ def test_unlikely_placement_costs_a_density_shooter_shots() -> None:
 def test_evasive_placement_costs_a_density_shooter_shots() -> None:
     # It keeps the draw its own density games took longest on; the shooter measured here plays
     # other games on those fleets (its own stream), so what it loses is the layouts' doing.
+    # At this seed it loses 7.5 shots a game, with a standard error of about 1.7.
     rules = PRESETS["classic-8x8"]
-    uniform = measure(rules, DensityStrategy, 40, seed=3)
-    evasive = measure(rules, DensityStrategy, 40, seed=3, placement="evasive")
-    assert evasive.mean > uniform.mean + 1
+    uniform = measure(rules, DensityStrategy, 16, seed=3)
+    evasive = measure(rules, DensityStrategy, 16, seed=3, placement="evasive")
+    assert evasive.mean > uniform.mean + 3
 
 
 def test_measure_gives_the_same_boards_to_every_strategy_with_the_same_seed(
