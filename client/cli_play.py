@@ -41,7 +41,7 @@ PLACEMENT = click.option(
     show_default=True,
     help="How a fleet is placed: uniformly among all legal fleets (uniform), on the cells a "
     "shooter tries last (unlikely), or as the layout a simulated shooter takes longest to sink "
-    "(evasive: about a second of simulated games); for play: what the placing command random "
+    "(evasive: a second or two of simulated games); for play: what the placing command random "
     "does.",
 )
 

@@ -22,7 +22,7 @@ where ships are likely shots (STRENGTH.md), at the price of a bias that an oppon
 it could learn; ``evasive`` races :data:`EVASIVE_DRAWS` uniform draws against a simulated
 density shooter (:data:`EVASIVE_ROUNDS`, 144 games in all) and keeps the one it took the most
 shots to sink, which costs a density or ``best`` shooter more shots than ``unlikely`` on every
-preset (STRENGTH.md). It takes about a second: it plays those games.
+preset (STRENGTH.md). It takes one or two seconds: it plays those games.
 """
 
 from __future__ import annotations
