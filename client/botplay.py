@@ -119,9 +119,12 @@ async def play_match(
     rules = match.rules
 
     async def place() -> None:
-        # In a thread: ``evasive`` plays simulated games for a second or two, and the match's
-        # connection (its clock, the server's pings) must not wait for them.
-        fleet = await trio.to_thread.run_sync(place_fleet, rules, rng, placement)
+        if placement == "uniform":  # milliseconds: not worth a thread
+            fleet = place_fleet(rules, rng)
+        else:
+            # ``evasive`` plays simulated games for a second or two, and the match's connection
+            # (its clock, the server's pings) must not wait for them.
+            fleet = await trio.to_thread.run_sync(place_fleet, rules, rng, placement)
         await match.place(fleet, rng=rng)
 
     if not match.placed:

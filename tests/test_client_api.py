@@ -68,6 +68,26 @@ async def test_two_bots_play_and_the_record_verifies(server: tuple[str, int], mo
         assert {row["player"] for row in ladder} >= {a.player, b.player}
 
 
+async def test_a_bot_placing_evasive_fleets_plays_a_verified_match(server: tuple[str, int]) -> None:
+    # evasive plays simulated games for most of a second before each placement (in a thread,
+    # unlike uniform): the fleet it commits is one the referee takes, and the record verifies.
+    host, port = server
+    async with connect(host, port, name="a") as a, connect(host, port, name="b") as b:
+        ha, hb = await quick_pair(a, b, {"preset": "classic-8x8"}, "blind")
+        results: list[BotResult] = []
+
+        async def one(h: MatchHandle, placement: str) -> None:
+            results.append(await play_match(h, make_strategy("density"), placement=placement))
+
+        async with trio.open_nursery() as n:
+            n.start_soon(one, ha, "evasive")
+            n.start_soon(one, hb, "uniform")
+        assert [r.won for r in results].count(True) == 1
+        assert not any(r.lies for r in results)
+        report = verify_record(await a.get_record(ha.id))
+        assert report.ok, report.reason
+
+
 @pytest.mark.parametrize("mode", ["blind", "custody"])
 @pytest.mark.parametrize("lean", [(True, False), (False, True), (False, False)])
 @pytest.mark.parametrize(
