@@ -21,8 +21,9 @@ first shot (every ship cell's chance, plus each ship's highest), which costs a s
 where ships are likely shots (STRENGTH.md), at the price of a bias that an opponent who knew of
 it could learn; ``evasive`` races :data:`EVASIVE_DRAWS` uniform draws against a simulated
 density shooter (:data:`EVASIVE_ROUNDS`, 144 games in all) and keeps the one it took the most
-shots to sink, which costs a density or ``best`` shooter more shots than ``unlikely`` on every
-preset (STRENGTH.md). It takes one or two seconds: it plays those games.
+shots to sink, which costs the ``best`` shooter more shots than ``unlikely`` wherever both were
+measured (classic, russian, six-ship: STRENGTH.md). It takes one or two seconds: it plays those
+games.
 """
 
 from __future__ import annotations
