@@ -121,6 +121,24 @@ async def test_a_peer_game_by_hand_shows_rules_refusals_and_both_fleets(human_ho
     assert re.search(r"your fleet +their fleet", text)
 
 
+async def test_random_under_evasive_places_the_rest_around_the_ships_down() -> None:
+    # evasive's random plays simulated games (in a thread); the game then goes on as any other.
+    rules = PRESETS["classic-8x8"]
+    typist = Typist(8, 8, ["A1 across", "random"], [])
+    con, out = console()
+    human = ConsolePlayer(ui=TerminalUI(con, typist, rng=random.Random(3), placement="evasive"))
+    with trio.fail_after(15):
+        mine, theirs = await peer_match(
+            rules, human, BotPlayer(make_strategy("random"), random.Random(4)), name="joiner"
+        )
+    text = screen(out)
+    assert mine.report.ok and mine.signed == theirs.signed
+    assert f"{rules.fleet[0].name} placed at A1 across" in text
+    assert "the rest of the fleet is placed at random" in text
+    ours, _ = final_grids(text)
+    assert ship_cells(ours) == rules.fleet_cells
+
+
 async def test_end_of_input_leaves_the_game() -> None:
     async def nothing(prompt: str) -> str | None:
         return None
