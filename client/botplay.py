@@ -111,7 +111,7 @@ async def play_match(
     game's fleet by ``placement`` (:data:`~seabattle.client.placement.PLACEMENTS`)."""
     from seabattle.client.bots import TargetView
 
-    from .placement import place_fleet
+    from .placement import QUICK_PLACEMENTS, place_fleet
 
     rng = rng or random.SystemRandom()
     await match.wait_started()
@@ -119,11 +119,10 @@ async def play_match(
     rules = match.rules
 
     async def place() -> None:
-        if placement == "uniform":  # milliseconds: not worth a thread
-            fleet = place_fleet(rules, rng)
+        if placement in QUICK_PLACEMENTS:
+            fleet = place_fleet(rules, rng, placement)
         else:
-            # ``evasive`` plays simulated games for a second or two, and the match's connection
-            # (its clock, the server's pings) must not wait for them.
+            # The match's connection (its clock, the server's pings) must not wait for them.
             fleet = await trio.to_thread.run_sync(place_fleet, rules, rng, placement)
         await match.place(fleet, rng=rng)
 

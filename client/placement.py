@@ -43,6 +43,7 @@ __all__ = [
     "EVASIVE_ROUNDS",
     "HELP",
     "PLACEMENTS",
+    "QUICK_PLACEMENTS",
     "UNLIKELY_DRAWS",
     "PlacementRefused",
     "Placer",
@@ -51,6 +52,9 @@ __all__ = [
 
 #: The placement strategies by the name the command line and :func:`place_fleet` take.
 PLACEMENTS = ("uniform", "unlikely", "evasive")
+#: The placements that take milliseconds. The others run a sampler or play simulated games for
+#: up to a second or two, so an event loop runs them in a thread.
+QUICK_PLACEMENTS = frozenset({"uniform"})
 #: How many uniform fleets ``unlikely`` draws to keep the least likely-looking one.
 UNLIKELY_DRAWS = 32
 #: How many uniform fleets ``evasive`` draws for its race.

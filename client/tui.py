@@ -38,7 +38,7 @@ from seabattle.protocol.verdict import Verdict
 
 from .match import RunningClock
 from .placement import HELP as PLACEMENT_HELP
-from .placement import PlacementRefused, Placer
+from .placement import QUICK_PLACEMENTS, PlacementRefused, Placer
 from .render import (
     LEGEND,
     explain_refusal,
@@ -172,10 +172,10 @@ AGAIN: Final = "again"
 
 
 async def placer_command(placer: Placer, line: str, rng: random.Random) -> str:
-    """``placer.command(line, rng)``, in a thread unless the placer's strategy is ``uniform``:
-    ``random`` under ``evasive`` plays simulated games for a second or two, and the countdown
-    and the screen must go on meanwhile."""
-    if placer.placement == "uniform":
+    """``placer.command(line, rng)``, in a thread unless the placer's strategy is quick
+    (:data:`~.placement.QUICK_PLACEMENTS`): ``random`` under ``evasive`` plays simulated games for
+    a second or two, and the countdown and the screen must go on meanwhile."""
+    if placer.placement in QUICK_PLACEMENTS:
         return placer.command(line, rng)
     return await trio.to_thread.run_sync(placer.command, line, rng)
 
