@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import trio
 from seabattle.protocol.grid import Cell
 from seabattle.protocol.rules import RuleSet, SunkReport
 from seabattle.protocol.verdict import Result, SunkClaim, Verdict
@@ -111,7 +110,7 @@ async def play_match(
     game's fleet by ``placement`` (:data:`~seabattle.client.placement.PLACEMENTS`)."""
     from seabattle.client.bots import TargetView
 
-    from .placement import QUICK_PLACEMENTS, place_fleet
+    from .placement import off_loop, place_fleet
 
     rng = rng or random.SystemRandom()
     await match.wait_started()
@@ -119,11 +118,7 @@ async def play_match(
     rules = match.rules
 
     async def place() -> None:
-        if placement in QUICK_PLACEMENTS:
-            fleet = place_fleet(rules, rng, placement)
-        else:
-            # The match's connection (its clock, the server's pings) must not wait for them.
-            fleet = await trio.to_thread.run_sync(place_fleet, rules, rng, placement)
+        fleet = await off_loop(placement, place_fleet, rules, rng, placement)
         await match.place(fleet, rng=rng)
 
     if not match.placed:

@@ -32,7 +32,10 @@ import dataclasses
 import functools
 import random
 import re
+from collections.abc import Callable
+from typing import Any, TypeVar
 
+import trio
 from seabattle.protocol.errors import ProtocolError
 from seabattle.protocol.fleet import Fleet, IllegalFleet, Placement, random_fleet
 from seabattle.protocol.grid import Cell, parse_cell
@@ -47,6 +50,7 @@ __all__ = [
     "UNLIKELY_DRAWS",
     "PlacementRefused",
     "Placer",
+    "off_loop",
     "place_fleet",
 ]
 
@@ -116,6 +120,18 @@ def place_fleet(
     if placement == "evasive":
         return _evasive(rules, rng, placed)
     raise ValueError(f"no placement {placement!r}; placements: {', '.join(PLACEMENTS)}")
+
+
+_T = TypeVar("_T")
+
+
+async def off_loop(placement: str, fn: Callable[..., _T], *args: Any) -> _T:
+    """``fn(*args)``, which places by ``placement``: called at once if the placement is quick
+    (:data:`QUICK_PLACEMENTS`), else in a thread, so that the event loop (a match's clock, the
+    server's pings, a screen's countdown) goes on while it simulates games."""
+    if placement in QUICK_PLACEMENTS:
+        return fn(*args)
+    return await trio.to_thread.run_sync(fn, *args)
 
 
 def _evasive(rules: RuleSet, rng: random.Random, placed: dict[int, Placement] | None) -> Fleet:

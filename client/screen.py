@@ -54,7 +54,7 @@ from seabattle.protocol.game import Game, Phase
 from seabattle.protocol.grid import Cell
 from seabattle.protocol.rules import RuleSet
 
-from .placement import PlacementRefused, Placer
+from .placement import PlacementRefused, Placer, off_loop
 from .render import (
     LEGEND,
     explain_end,
@@ -63,7 +63,7 @@ from .render import (
 )
 from .screen_app import InputEvent, ScreenApp
 from .screen_view import draw, legal_starts
-from .tui import AGAIN, ClockSource, Move, Quit, placer_command, shot_hint, typed_move
+from .tui import AGAIN, ClockSource, Move, Quit, shot_hint, typed_move
 
 __all__ = ["ScreenUI", "run"]
 
@@ -303,7 +303,9 @@ class ScreenUI:
                     self.vertical = not self.vertical
                     continue
                 try:
-                    said = await placer_command(placer, self._directed(line), self.rng)
+                    said = await off_loop(
+                        placer.placement, placer.command, self._directed(line), self.rng
+                    )
                 except PlacementRefused as e:
                     self.say(f"refused: {e}", "red")
                     continue

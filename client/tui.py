@@ -38,7 +38,7 @@ from seabattle.protocol.verdict import Verdict
 
 from .match import RunningClock
 from .placement import HELP as PLACEMENT_HELP
-from .placement import QUICK_PLACEMENTS, PlacementRefused, Placer
+from .placement import PlacementRefused, Placer, off_loop
 from .render import (
     LEGEND,
     explain_refusal,
@@ -60,7 +60,6 @@ __all__ = [
     "TerminalUI",
     "describe_verdict",
     "parse_move",
-    "placer_command",
     "render_grids",
     "screen_wanted",
     "shot_hint",
@@ -169,15 +168,6 @@ def parse_move(text: str, rules: RuleSet, count: int) -> Move:
 
 #: What :func:`typed_move` answers for a line that was no move: ask again.
 AGAIN: Final = "again"
-
-
-async def placer_command(placer: Placer, line: str, rng: random.Random) -> str:
-    """``placer.command(line, rng)``, in a thread unless the placer's strategy is quick
-    (:data:`~.placement.QUICK_PLACEMENTS`): ``random`` under ``evasive`` plays simulated games for
-    a second or two, and the countdown and the screen must go on meanwhile."""
-    if placer.placement in QUICK_PLACEMENTS:
-        return placer.command(line, rng)
-    return await trio.to_thread.run_sync(placer.command, line, rng)
 
 
 def shot_hint(count: int, radar: bool, can_resign: bool) -> str:
@@ -420,7 +410,8 @@ class TerminalUI:
                 spec = rules.fleet[k]
                 line = await self.ask(f"place {spec.name} ({spec.length}){self._left(clock)}: ")
                 try:
-                    said = await placer_command(placer, line, self.rng)
+                    # ``random`` under ``evasive`` plays simulated games for a second or two.
+                    said = await off_loop(placer.placement, placer.command, line, self.rng)
                 except PlacementRefused as e:
                     self.say(f"refused: {e}", "red")
                     continue
