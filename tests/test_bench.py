@@ -282,3 +282,8 @@ def test_the_core_bench_times_whole_games_of_accepted_shots(mode: str, inputs: i
     assert report["messages_sent_per_shot"] >= 2  # the shot to the defender, the verdict back
     for figure in ("core_us", "bare_us"):
         assert 0 < report[figure]["median"] <= report[figure]["p90"]
+    # The games that ended were taken to the match's end (blind: both reveals accepted) and
+    # a signed record, and that end is timed apart from the shots.
+    end = report["end"]
+    assert end is not None and end["matches"] >= 1
+    assert end["us_per_match"] > end["us_per_shot"] > 0

@@ -14,6 +14,12 @@ interleave round robin, as the server's do, so that their states compete for the
 ``--gap`` sleeps between shots (human pace: code and data go cold, and an idle CPU may halt).
 The baseline, timed in the same run and interleaved shot by shot: ``msgpack`` alone unpacking
 the same input bodies and packing the same output maps, with no checks and no rules.
+
+A match's end is timed apart, since it comes once a match and not once a shot: in blind mode
+both reveals through the referee (the fleet checked against its commitment, every verdict against
+the fleet), and in both modes the signed record as the server makes it (``server/records.py``:
+build, pack once, head, the referee's signature); the store's write is not in it. Reported per
+match and spread over the match's shots, so that the floor under a shot can include turnover.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from seabattle.protocol.codec import strict_unpack
 from seabattle.protocol.commit import Committed
 from seabattle.protocol.fleet import random_fleet
 from seabattle.protocol.grid import Cell
+from seabattle.protocol.record import build_record, head_of_bytes, pack_record, sign_as
 from seabattle.protocol.referee import Referee
 from seabattle.protocol.rules import RuleSet, preset
 from seabattle.protocol.session import MAX_S2C_FRAME
@@ -52,6 +59,7 @@ class _Match:
     defenders: list[Defender]
     rng: random.Random
     seq: int = 0
+    shots: int = 0  #: shots timed in this match
 
 
 def _keys(rng: random.Random) -> list[Ed25519PrivateKey]:
@@ -119,6 +127,32 @@ def _serve(ref: Referee, seat: int, body: bytes) -> list[Any]:
     return sent
 
 
+def _reveals(match: _Match) -> list[tuple[int, bytes]]:
+    """Both seats' reveal bodies (blind mode, once the game waits for them), else none."""
+    ref = match.ref
+    g = ref.game
+    if ref.mode != "blind" or g is None or g.phase is not Phase.REVEAL:
+        return []
+    return [
+        (s, m.frame(m.RevealMsg(ref.match_id, g.number, d.committed.reveal().to_dict()))[4:])
+        for s, d in enumerate(match.defenders)
+    ]
+
+
+def _end(match: _Match, key: Ed25519PrivateKey, reveals: list[tuple[int, bytes]]) -> bool:
+    """Take the reveals, then sign the record as the server does; whether the match is over."""
+    ref = match.ref
+    for seat, body in reveals:
+        _serve(ref, seat, body)
+    if not ref.over:
+        return False
+    players = [bytes.fromhex(p) for p in ref.players]
+    record = build_record(ref.match, players, key.public_key().public_bytes_raw())
+    packed = pack_record(record)
+    sign_as(record, key, "referee", head=head_of_bytes(packed))
+    return True
+
+
 def _bare(bodies: list[bytes], maps: list[dict[str, Any]]) -> None:
     """The baseline: the same bytes through msgpack with no checks."""
     for body in bodies:
@@ -130,12 +164,16 @@ def _bare(bodies: list[bytes], maps: list[dict[str, Any]]) -> None:
 def measure(
     mode: str, matches: int, shots: int, gap: float, rules: str = "classic", seed: int = 13
 ) -> dict[str, Any]:
-    """Microseconds of CPU-bound work a shot (median, p90), the referee's and the baseline's."""
+    """Microseconds of CPU-bound work a shot (median, p90), the referee's and the baseline's;
+    and what the end of each match that ended in the run cost (``end``)."""
     rs = preset(rules)
     rng = random.Random(seed)
+    key = Ed25519PrivateKey.from_private_bytes(rng.randbytes(32))
     live = [_new_match(rs, mode, random.Random(rng.random())) for _ in range(matches)]
     core: list[float] = []
     bare: list[float] = []
+    ends: list[float] = []
+    spread: list[float] = []  # each ended match's end over its shots
     inputs = 0
     outputs = 0
     done = 0
@@ -147,6 +185,11 @@ def measure(
         match = live[k]
         fire = _fire(match)
         if fire is None:  # the game is over (or reveals): a new match takes the slot
+            reveals = _reveals(match)  # the players' own work: not timed
+            t = time.perf_counter_ns()
+            if _end(match, key, reveals):
+                ends.append((time.perf_counter_ns() - t) / 1000)
+                spread.append(ends[-1] / max(match.shots, 1))
             live[k] = _new_match(rs, mode, random.Random(rng.random()))
             games += 1
             continue
@@ -167,6 +210,7 @@ def measure(
         _bare(bodies, maps)
         bare.append((time.perf_counter_ns() - t) / 1000)
         core.append(took / 1000)
+        match.shots += 1
         inputs += len(bodies)
         outputs += len(maps)
         done += 1
@@ -181,6 +225,14 @@ def measure(
         "messages_sent_per_shot": outputs / shots,
         "core_us": {"median": statistics.median(core), "p90": percentile(core, 0.9)},
         "bare_us": {"median": statistics.median(bare), "p90": percentile(bare, 0.9)},
+        "end": None
+        if not ends
+        else {
+            "matches": len(ends),
+            "us_per_match": statistics.median(ends),
+            # What turnover adds to a shot: each ended match's end over its shots, the median.
+            "us_per_shot": statistics.median(spread),
+        },
     }
 
 
@@ -214,6 +266,13 @@ def main(
             f"msgpack alone {r['bare_us']['median']:5.1f} µs  "
             f"({r['inputs_per_shot']:.2f} in, {r['messages_sent_per_shot']:.2f} out a shot)"
         )
+        end = r["end"]
+        if end is not None:
+            click.echo(
+                f"{'':<8} {'':>5}          end of a match (reveals, signed record) "
+                f"{end['us_per_match'] / 1000:5.2f} ms, {end['us_per_shot']:5.1f} µs a shot "
+                f"({end['matches']} matches)"
+            )
 
 
 if __name__ == "__main__":
