@@ -28,10 +28,10 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, overload
 
 from .canonical import canonical
-from .commit import CellOpening, ShipOpening
+from .commit import ShipOpening, new_opening
 from .fleet import Placement
 from .grid import Cell
-from .verdict import CellResult, Result, Shot, SunkClaim, Verdict
+from .verdict import Result, Shot, SunkClaim, Verdict, new_result, new_shot, new_verdict
 
 __all__ = ["Transcript"]
 
@@ -89,7 +89,7 @@ def _verdict(data: bytearray, start: int) -> Verdict:
         for _ in range(count):
             claim, at = _claim_object(data, data[at], at + 1)
             claims.append(claim)
-        return Verdict(n, (), total, tuple(claims), None)
+        return new_verdict(n, (), total, tuple(claims), None)
     _, _, n, count = _HEAD.unpack_from(data, start)
     at = start + _HEAD.size
     results = []
@@ -101,9 +101,9 @@ def _verdict(data: bytearray, start: int) -> Verdict:
         if flags & _CLAIM:
             sunk, at = _claim_object(data, flags, at)
         results.append(
-            CellResult(_RESULTS[flags & 3], CellOpening(i, flags & _OCC != 0, salt), sunk)
+            new_result(_RESULTS[flags & 3], new_opening(i, flags & _OCC != 0, salt), sunk)
         )
-    return Verdict(n, tuple(results))
+    return new_verdict(n, tuple(results), None, (), None)
 
 
 def _byte(v: Any) -> bool:
@@ -422,7 +422,7 @@ class Transcript(Sequence[Entry]):
                 called = (data[start + 1], at)
             elif called is not None:
                 n = len(out) + 1
-                shot = parse(called, n) if isinstance(called, dict) else Shot(n, *called)
+                shot = parse(called, n) if isinstance(called, dict) else new_shot(n, *called)
                 out.append((shot, _verdict(data, start)))
                 called = None
             start = end
