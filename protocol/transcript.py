@@ -324,13 +324,18 @@ class Transcript(Sequence[Entry]):
         nothing in the list is shared with the game."""
         if self._plain is not None:
             return [canonical(e) for e in self._plain]
-        ends, n = self._ends, len(self._ends)
         out = []
-        for j in range(len(self)):
-            e = self._entry(j)
-            # Compact: stored as bytes (its span not empty), not kept as a map nor the tail.
-            compact = j < n and ends[j] != (ends[j - 1] if j else 0)
-            out.append(e if compact else canonical(e))
+        kept, compact = self._kept, self._compact
+        start = 0
+        for j, end in enumerate(self._ends):
+            if start == end:  # kept as a map or a rebuilder: copied into canonical form
+                e = kept[j]
+                out.append(canonical(e() if callable(e) else e))
+            else:  # compact: rebuilt in canonical form already
+                out.append(compact(start))
+            start = end
+        if self._tail is not None:
+            out.append(canonical(self._tail[0]))
         return out
 
     def _entry(self, j: int) -> Entry:
@@ -338,15 +343,21 @@ class Transcript(Sequence[Entry]):
             assert self._tail is not None
             return self._tail[0]
         start = self._ends[j - 1] if j else 0
-        end = self._ends[j]
-        if start == end:
+        if start == self._ends[j]:
             kept = self._kept[j]
             return kept() if callable(kept) else kept
+        return self._compact(start)
+
+    def _compact(self, start: int) -> Entry:
+        """The entry whose compact bytes start at ``start``, as a new map in canonical form."""
         data = self._data
         if data[start] == _FIRE:
             seat, member, count = data[start + 1 : start + 4]
             labels = self._labels
-            cells = [labels[_U16.unpack_from(data, start + 4 + 2 * k)[0]] for k in range(count)]
+            if count == 1:  # a single shot: nearly every entry
+                cells = [labels[_U16.unpack_from(data, start + 4)[0]]]
+            else:
+                cells = [labels[_U16.unpack_from(data, start + 4 + 2 * k)[0]] for k in range(count)]
             return {"cells": cells, "in": "fire", "member": member, "seat": seat}
         if data[start] == _TOTAL:
             _, seat, n, total, count = _TOTAL_HEAD.unpack_from(data, start)
