@@ -18,7 +18,7 @@ from seabattle.protocol.record import (
     dump_signed,
     head_of_bytes,
     load_record,
-    pack_record,
+    pack_built,
     sign_as,
 )
 
@@ -50,7 +50,7 @@ async def conclude(ref: Referee, store: Store, key: Ed25519PrivateKey) -> None:
     )
     # Packing a record costs about as much as the rest of the match's end: pack it once for the
     # head, the signature and the stored bytes.
-    packed = pack_record(record)
+    packed = pack_built(record)
     head = head_of_bytes(packed)
     sig = sign_as(record, key, "referee", head=head)
     result = ref.match.to_dict()

@@ -28,6 +28,7 @@ from seabattle.client.api import (
     connect,
 )
 from seabattle.protocol import messages as m
+from seabattle.protocol.canonical import canonical
 from seabattle.protocol.fleet import random_fleet
 from seabattle.protocol.grid import Cell
 from seabattle.protocol.record import verify_record
@@ -105,7 +106,9 @@ def _tamper(monkeypatch: pytest.MonkeyPatch, change: Tamper) -> None:
     def build(*args: Any, **kw: Any) -> dict[str, Any]:
         record = honest(*args, **kw)
         change(record["games"][0]["transcript"])
-        return record
+        # In canonical form again, as any server must sign it: the server packs what it built
+        # as it stands (pack_built), so a record altered out of that form would not verify.
+        return canonical(record)
 
     monkeypatch.setattr(records, "build_record", build)
 

@@ -29,6 +29,7 @@ from seabattle.protocol.record import (
     dump_signed,
     head_of_bytes,
     load_record,
+    pack_built,
     pack_record,
     record_head,
     seal,
@@ -119,6 +120,7 @@ def test_a_built_record_is_canonical_and_shares_nothing_with_the_match(rules: Ru
     record = build_record(m, PLAYERS, REFEREE.public_key())
     assert msgpack.packb(record, use_bin_type=True) == canonical_pack(record)
     assert pack_record(record) == canonical_pack(record)
+    assert pack_built(record) == canonical_pack(record)  # what the server signs
     before = copy.deepcopy(list(m.games[0].transcript))
     for entry in record["games"][0]["transcript"]:
         for v in entry.values():

@@ -39,7 +39,7 @@ from seabattle.protocol.codec import strict_unpack
 from seabattle.protocol.commit import Committed
 from seabattle.protocol.fleet import random_fleet
 from seabattle.protocol.grid import Cell
-from seabattle.protocol.record import build_record, head_of_bytes, pack_record, sign_as
+from seabattle.protocol.record import build_record, head_of_bytes, pack_built, sign_as
 from seabattle.protocol.referee import Referee
 from seabattle.protocol.rules import RuleSet, preset
 from seabattle.protocol.session import MAX_S2C_FRAME
@@ -148,7 +148,7 @@ def _end(match: _Match, key: Ed25519PrivateKey, reveals: list[tuple[int, bytes]]
         return False
     players = [bytes.fromhex(p) for p in ref.players]
     record = build_record(ref.match, players, key.public_key().public_bytes_raw())
-    packed = pack_record(record)
+    packed = pack_built(record)
     sign_as(record, key, "referee", head=head_of_bytes(packed))
     return True
 
