@@ -7,6 +7,7 @@ benchmark does.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -221,6 +222,11 @@ def test_the_started_server_may_run_several_workers() -> None:
     assert report["target"].endswith("2 workers")
     (sc,) = report["scenarios"]
     _check_figures(sc["target"])
+    # The workers are not confined to the generator's core (a child inherits the affinity of
+    # the process that starts it): with two cores or more they may run on one it does not use.
+    server, generator = sc["target"]["server_cpus"], sc["target"]["generator_cpus"]
+    if len(os.sched_getaffinity(0)) >= 2:
+        assert generator == [1] and set(server) - set(generator)
 
 
 def test_the_baselines_may_write_as_often_as_the_server() -> None:

@@ -279,19 +279,35 @@ def _workers_argv(workdir: Path, workers: int, env: dict[str, str]) -> list[str]
 
 @contextlib.contextmanager
 def _child(
-    kind: str, workdir: Path, *, cpu: int | None, profile: str | None, workers: int = 1
+    kind: str,
+    workdir: Path,
+    *,
+    cpu: int | None,
+    profile: str | None,
+    workers: int = 1,
+    cpus: set[int] | None = None,
 ) -> Iterator[tuple[tuple[str, int] | list[tuple[str, int]], int | list[int]]]:
     """Start a child process serving ``kind``; yield its address and pid (with ``workers`` > 1,
     each worker's address, and every process's pid: the supervisor's and its workers'); stop it
-    after."""
+    after. ``cpu``: the core the child pins itself to; ``cpus``: the cores it (and every process
+    it starts, such as ``serve --workers``'s workers) may run on from the start."""
     env = dict(os.environ)
     if cpu is not None:
         env[_CHILD_ENV] = str(cpu)
     argv = [sys.executable, "-m", "seabattle.client.bench", kind, str(workdir), profile or ""]
     if workers > 1:
         argv = _workers_argv(workdir, workers, env)
-    with open(workdir / f"{kind}.stderr", "ab") as err:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, env=env)
+    # A child inherits this process's affinity when it is forked: the generator's own core, where
+    # a supervisor's workers would otherwise all run beside the generator.
+    mine = os.sched_getaffinity(0) if cpus is not None else None
+    if cpus is not None:
+        os.sched_setaffinity(0, cpus)
+    try:
+        with open(workdir / f"{kind}.stderr", "ab") as err:
+            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, env=env)
+    finally:
+        if mine is not None:
+            os.sched_setaffinity(0, mine)
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()

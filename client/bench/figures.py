@@ -101,6 +101,19 @@ def _syscalls(pid: int | list[int] | None) -> tuple[int, int] | None:
         return None
 
 
+def _cpus(pid: int | list[int] | None) -> list[int] | None:
+    """The cores ``pid`` (every process of a list) may run on, sorted; ``None`` if unknown."""
+    if pid is None or not hasattr(os, "sched_getaffinity"):
+        return None
+    cores: set[int] = set()
+    try:
+        for p in pid if isinstance(pid, list) else [pid]:
+            cores |= os.sched_getaffinity(p)
+    except OSError:  # gone, or not a process of this machine's
+        return None
+    return sorted(cores)
+
+
 def _rss_kb(pid: int | list[int] | None) -> int | None:
     """VmRSS of ``pid`` (the sum over a list) in KB; ``None`` if unreadable."""
     if isinstance(pid, list):

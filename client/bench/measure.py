@@ -31,6 +31,7 @@ from .figures import (
     FIGURES,
     GENERATOR_LIMIT_PCT,
     _cpu_seconds,
+    _cpus,
     _machine_busy_seconds,
     _raise_nofile,
     _rss_kb,
@@ -160,6 +161,7 @@ async def drive(
             t1, c1, cpu1, rss1 = time.perf_counter(), time.process_time(), _cpu_seconds(pid), None
             rss1 = _rss_kb(pid)
             io1 = _syscalls(pid)
+            server_cpus = _cpus(pid)
             busy1 = _machine_busy_seconds()
             window = t1 - t0
             records: list[dict[str, Any]] = []
@@ -208,6 +210,9 @@ async def drive(
         "server_rss_kb": rss1,
         "server_kb_per_conn": None if rss0 is None or rss1 is None else (rss1 - rss0) / conns,
         "client_cpu_pct": client_cpu,
+        # Where each side ran: the cores the server's processes and the generator may use.
+        "server_cpus": server_cpus,
+        "generator_cpus": _cpus(os.getpid()),
         "generator_bound": client_cpu is not None and client_cpu > GENERATOR_LIMIT_PCT,
         "pace_slots_skipped": run.skipped,
         "other_cpu_pct": other,
@@ -257,6 +262,8 @@ def _median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
     ):
         vals = [r[key] for r in runs if r.get(key) is not None]
         out[key] = statistics.median(vals) if vals else None
+    for key in ("server_cpus", "generator_cpus"):  # the same for every run of a scenario
+        out[key] = runs[0].get(key) if runs else None
     # How many of the runs the generator was the bottleneck of (0: none, as it should be).
     out["generator_bound"] = sum(1 for r in runs if r.get("generator_bound"))
     errors: Counter[str] = Counter()
@@ -371,10 +378,14 @@ def run_bench(
                                 prof = str(profile_dir / name)
                             many = workers if kind == "server" else 1
                             cpu = 0 if pin and many == 1 else None
-                            with _child(kind, work, cpu=cpu, profile=prof, workers=many) as (
-                                addr,
-                                pid,
-                            ):
+                            # Workers run on every core but the generator's where there are
+                            # cores to spare for them, else on every core (they share it).
+                            spread = None
+                            if pin and many > 1 and old_affinity is not None:
+                                spread = set(old_affinity) - {1} if cores > 2 else set(old_affinity)
+                            with _child(
+                                kind, work, cpu=cpu, profile=prof, workers=many, cpus=spread
+                            ) as (addr, pid):
                                 res = trio.run(
                                     partial(
                                         drive,
