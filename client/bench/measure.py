@@ -382,7 +382,9 @@ def run_bench(
                             # cores to spare for them, else on every core (they share it).
                             spread = None
                             if pin and many > 1 and old_affinity is not None:
-                                spread = set(old_affinity) - {1} if cores > 2 else set(old_affinity)
+                                allowed = set(old_affinity)
+                                spare = allowed - {1} if cores > 2 else set()
+                                spread = spare or allowed
                             with _child(
                                 kind, work, cpu=cpu, profile=prof, workers=many, cpus=spread
                             ) as (addr, pid):
