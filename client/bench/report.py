@@ -121,6 +121,14 @@ def _idle(mc: dict[str, Any]) -> str:
     return f"; cpuidle {driver}" if driver else ""
 
 
+def _cores(fig: dict[str, Any]) -> str:
+    """``"0 (1)"``: the cores the server's processes and, in brackets, the generator may use."""
+    server, generator = fig.get("server_cpus"), fig.get("generator_cpus")
+    if not server:
+        return "-"
+    return ",".join(map(str, server)) + (f" ({','.join(map(str, generator))})" if generator else "")
+
+
 def print_report(report: dict[str, Any], console: Console) -> None:
     """The human tables: one per scenario, then the bars."""
     mc = report["machine"]
@@ -157,6 +165,12 @@ def print_report(report: dict[str, Any], console: Console) -> None:
             "other load on the machine (% core)",
             _fmt(sc["target"].get("other_cpu_pct")),
             _fmt(base.get("other_cpu_pct")),
+            "",
+        )
+        t.add_row(
+            "cores it may run on (the generator's)",
+            _cores(sc["target"]),
+            _cores(base),
             "",
         )
         flagged = [
