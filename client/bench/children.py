@@ -299,8 +299,9 @@ def _child(
         argv = _workers_argv(workdir, workers, env)
     # A child inherits this process's affinity when it is forked: the generator's own core, where
     # a supervisor's workers would otherwise all run beside the generator.
-    mine = os.sched_getaffinity(0) if cpus is not None else None
+    mine = None
     if cpus is not None:
+        mine = os.sched_getaffinity(0)
         os.sched_setaffinity(0, cpus)
     try:
         with open(workdir / f"{kind}.stderr", "ab") as err:
