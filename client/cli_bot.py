@@ -36,7 +36,7 @@ from .cli_play import PLACEMENT
 if TYPE_CHECKING:
     from .botplay import BotResult
 
-__all__ = ["bot", "stats_report"]
+__all__ = ["bot", "exact_report", "stats_report"]
 
 
 def stats_report(
@@ -87,6 +87,43 @@ def stats_report(
     }
 
 
+def exact_report(
+    rules: RuleSet, strategy: str, seed: int, budget: int, *, progress: Console
+) -> dict[str, Any]:
+    """Exact expected turns to win on a small board (:mod:`.exact`): ``strategy`` against every
+    legal fleet once, and the optimum, greedy on the exact posterior, and one-step rollout over
+    it; a figure whose computation passes ``budget`` states is ``None``."""
+    from .bots import make_strategy
+    from .exact import Board, TooLarge, strategy_turns
+
+    try:
+        board = Board(rules, budget=budget)
+    except TooLarge as e:
+        raise click.UsageError(f"--exact is for small boards: {e}") from None
+    except ValueError as e:
+        raise click.UsageError(f"--exact: {e}") from None
+    out: dict[str, Any] = {
+        "rules": rules.name,
+        "fleets": len(board.fleets),
+        "strategy": strategy,
+        "seed": seed,
+    }
+    figures: list[tuple[str, Any]] = [
+        (strategy, partial(strategy_turns, rules, partial(make_strategy, strategy), seed)),
+        ("greedy", board.greedy),
+        ("rollout", board.rollout),
+        ("optimal", board.optimal),
+    ]
+    with progress.status("") as status:
+        for name, compute in figures:
+            status.update(f"{name} on {rules.name} ({len(board.fleets)} fleets)")
+            try:
+                out[name] = round(compute(), 6)
+            except TooLarge:
+                out[name] = None
+    return out
+
+
 @click.command()
 @click.option("--server", default=None, help="HOST:PORT of a server (omit with --stats).")
 @connection_options
@@ -118,7 +155,25 @@ def stats_report(
     help="Simulate GAMES games locally on uniform boards (or --placement's) and print turns to "
     "win (mean ± standard error, median, p90, max) and the time a move takes.",
 )
-@click.option("--seed", default=None, type=int, help="Seed for --stats (the boards' stream).")
+@click.option(
+    "--exact",
+    is_flag=True,
+    help="On a small board (--rules JSON): the exact expected turns of --strategy against every "
+    "legal fleet, of greedy on the exact posterior, of one-step rollout, and the optimum.",
+)
+@click.option(
+    "--budget",
+    default=2_000_000,
+    show_default=True,
+    type=click.IntRange(1),
+    help="With --exact: the most game states one figure may visit.",
+)
+@click.option(
+    "--seed",
+    default=None,
+    type=int,
+    help="Seed for --stats (the boards' stream) or --exact (the strategy's, each game; 0).",
+)
 @PLACEMENT
 def bot(
     server: str | None,
@@ -135,12 +190,27 @@ def bot(
     as_json: bool,
     wait: float | None,
     stats: bool,
+    exact: bool,
+    budget: int,
     seed: int | None,
     placement: str,
 ) -> None:
     """Play GAMES matches with a bot on a server, or measure a strategy with --stats (against
     fleets placed by --placement)."""
     rules = _rules_arg(rules_)
+    if exact:
+        report = exact_report(rules, strategy, seed or 0, budget, progress=Console(stderr=True))
+        if as_json:
+            click.echo(json.dumps(report))
+        else:
+            figures = ", ".join(
+                f"{k} {'-' if report[k] is None else f'{report[k]:.4f}'}"
+                for k in (strategy, "greedy", "rollout", "optimal")
+            )
+            console.print(
+                f"{rules.name}, {report['fleets']} legal fleets, expected turns to win: {figures}"
+            )
+        return
     if stats:
         seed = random.SystemRandom().getrandbits(32) if seed is None else seed
         report = stats_report(
