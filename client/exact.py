@@ -40,7 +40,7 @@ from .targeting import _placements
 if TYPE_CHECKING:
     from .bots import Strategy
 
-__all__ = ["Board", "TooLarge", "every_fleet", "strategy_turns"]
+__all__ = ["Board", "TooLarge", "as_fleet", "every_fleet", "strategy_turns"]
 
 # A state: the cells fired (a mask of cells) and the fleets consistent with their answers (a mask
 # of fleet indices). Python ints make both an AND and a hashable memo key.
@@ -290,12 +290,15 @@ def strategy_turns(rules: RuleSet, make: Callable[[], Strategy], seed: int = 0) 
     total = 0
     fleets = every_fleet(rules)
     for ships in fleets:
-        fleet = Fleet(tuple(_placement(rules.cols, mask) for mask in ships))
-        total += simulate_shots_to_win(rules, make(), random.Random(seed), fleet)
+        total += simulate_shots_to_win(rules, make(), random.Random(seed), as_fleet(rules, ships))
     return total / len(fleets)
 
 
-def _placement(cols: int, mask: int) -> Placement:
-    cells = list(_bits(mask))
-    r, c = divmod(cells[0], cols)
-    return Placement(r, c, len(cells) > 1 and cells[1] - cells[0] == cols)
+def as_fleet(rules: RuleSet, ships: tuple[int, ...]) -> Fleet:
+    """The :class:`~seabattle.protocol.fleet.Fleet` of one of :func:`every_fleet`'s fleets."""
+    out = []
+    for mask in ships:
+        cells = list(_bits(mask))
+        r, c = divmod(cells[0], rules.cols)
+        out.append(Placement(r, c, len(cells) > 1 and cells[1] - cells[0] == rules.cols))
+    return Fleet(tuple(out))

@@ -17,12 +17,15 @@ reported as a total, and touch every radar area that found something.
 distribution is the uniform one: a Gibbs step takes one ship up and puts it down uniformly among
 its positions that keep the fleet consistent, and a Metropolis-Hastings pair step moves two ships
 at once (one ship alone cannot hand a hit over to another, so without it the chain would never
-learn which ship a hit belongs to). The chain's state survives from one shot to the next; when a
-new fact makes it inconsistent, a randomised depth-first search repairs it around the ships that
-still fit, and a few sweeps wash the repair's bias out. Each Gibbs step adds its whole conditional
-distribution to the cell estimates (Rao-Blackwellisation), which makes a few dozen sweeps worth
-many more independent samples. The work per call is a fixed number of candidate tests, never a
-time: the same seed replays the same game.
+learn which ship a hit belongs to; and where nothing is left to cover, an exact pair step puts
+two ships down together, since ships that fence each other in can leave a fleet no single step
+can move out of: on a crowded no-touch board the chain then stayed on one fleet, move after
+move, and fired as if it were the only one). The chain's state survives from one shot to the
+next; when a new fact makes it inconsistent, a randomised depth-first search repairs it around
+the ships that still fit, and a few sweeps wash the repair's bias out. Each Gibbs step adds its
+whole conditional distribution to the cell estimates (Rao-Blackwellisation), which makes a few
+dozen sweeps worth many more independent samples. The work per call is a fixed number of
+candidate tests, never a time: the same seed replays the same game.
 """
 
 from __future__ import annotations
@@ -226,6 +229,9 @@ class Sampler:
     #: neighbours' borders fence it in), so a sweep says less and a dozen left single cells'
     #: estimates off by 0.15 on russian's empty board (0.07 at 64)
     min_sweeps_apart = 64
+    #: exact pair steps a sweep where no hit, total or radar area is left to cover (see
+    #: :meth:`_sweep`; about 5 ms a russian move)
+    hunting_pairs = 1
     burn_in = 4  # sweeps after a repair before the estimate counts
     dfs_budget = 20_000  # positions tried per repair before a fresh start
 
@@ -286,6 +292,13 @@ class Sampler:
                 self._gibbs(model, lays, s, rng, acc)
         else:
             self._plain_sweep(model, lays, order, rng, acc)
+            if n > 1:
+                # Two ships taken up and put down together: one ship at a time cannot leave a
+                # fleet whose ships fence each other in (on a crowded board, or where they may
+                # not touch, such fleets exist), and the estimate stays stuck on it.
+                for _ in range(self.hunting_pairs):
+                    s, t = rng.sample(range(n), 2)
+                    self._pair_gibbs(model, lays, s, t, rng)
         if model.required and n > 1:
             # Hand the hits over between ships. Pairs are drawn blind to the state, and a pair
             # moves only when the other ships leave a required cell to it: a condition its own
