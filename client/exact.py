@@ -194,28 +194,11 @@ class Board:
     def rollout(self) -> float:
         """Expected turns to win firing, at every turn, where greedy's own expected turns after the
         shot are least (ties shared evenly)."""
-        memo: dict[_State, float] = {}
-
-        def value(state: _State) -> float:
-            v = memo.get(state)
-            if v is None:
-                self._spend(memo)
-                q = {
-                    c: self.after(state, c, self._greedy_value)
-                    for c in self._sure_or_candidates(state)
-                }
-                low = min(q.values())
-                picks = [c for c, x in q.items() if x <= low + 1e-12]
-                v = sum(self.after(state, c, value) for c in picks) / len(picks)
-                memo[state] = v
-            return v
-
-        return value(self.start)
+        return self._play(lambda state, c: self.after(state, c, self._greedy_value))
 
     def lookahead(self, h: int, width: int = 6) -> float:
         """Expected turns to win firing, among the ``width`` most likely cells, where the fewest
         misses are expected over the next ``h`` shots (greedy after the first; ties shared)."""
-        memo: dict[_State, float] = {}
         misses: dict[tuple[_State, int], float] = {}
 
         def miss_after(state: _State, cell: int, h: int) -> float:
@@ -236,11 +219,18 @@ class Board:
                 misses[key] = v
             return v
 
+        return self._play(lambda state, c: miss_after(state, c, h), width)
+
+    def _play(self, score: Callable[[_State, int], float], width: int | None = None) -> float:
+        """Expected turns to win firing, at every turn, at a cell of least ``score`` among the
+        candidates (a sure hit, else the ``width`` most likely cells), ties shared evenly."""
+        memo: dict[_State, float] = {}
+
         def value(state: _State) -> float:
             v = memo.get(state)
             if v is None:
                 self._spend(memo)
-                q = {c: miss_after(state, c, h) for c in self._sure_or_candidates(state)[:width]}
+                q = {c: score(state, c) for c in self._sure_or_candidates(state)[:width]}
                 low = min(q.values())
                 picks = [c for c, x in q.items() if x <= low + 1e-12]
                 v = sum(self.after(state, c, value) for c in picks) / len(picks)
