@@ -229,9 +229,9 @@ class Sampler:
     #: neighbours' borders fence it in), so a sweep says less and a dozen left single cells'
     #: estimates off by 0.15 on russian's empty board (0.07 at 64)
     min_sweeps_apart = 64
-    #: exact pair steps a sweep where no hit, total or radar area is left to cover (see
-    #: :meth:`_sweep`; about 5 ms a russian move)
-    hunting_pairs = 1
+    #: sweeps between two exact pair steps where no hit, total or radar area is left to cover
+    #: (see :meth:`estimate`)
+    hunting_pair_every = 4
     burn_in = 4  # sweeps after a repair before the estimate counts
     dfs_budget = 20_000  # positions tried per repair before a fresh start
 
@@ -253,9 +253,17 @@ class Sampler:
         acc = [0.0] * len(model.table.cells)
         fleets: list[int] = []
         burn = self.burn_in if fresh else 0
+        pairs = len(slots) > 1 and not model.constrained
         for sweep in range(burn + sweeps):
             counting = sweep >= burn
             self._sweep(model, lays, rng, acc if counting else None)
+            if pairs and sweep % self.hunting_pair_every == 0:
+                # Two ships taken up and put down together: one ship at a time cannot leave a
+                # fleet whose ships fence each other in (on a crowded board such fleets exist),
+                # and the estimate would stay on it. Taken at fixed sweeps, blind to the state,
+                # so that each keeps the uniform distribution.
+                s, t = rng.sample(range(len(slots)), 2)
+                self._pair_gibbs(model, lays, s, t, rng)
             if counting:
                 union = model.fixed
                 for x in lays:
@@ -292,13 +300,6 @@ class Sampler:
                 self._gibbs(model, lays, s, rng, acc)
         else:
             self._plain_sweep(model, lays, order, rng, acc)
-            if n > 1:
-                # Two ships taken up and put down together: one ship at a time cannot leave a
-                # fleet whose ships fence each other in (on a crowded board, or where they may
-                # not touch, such fleets exist), and the estimate stays stuck on it.
-                for _ in range(self.hunting_pairs):
-                    s, t = rng.sample(range(n), 2)
-                    self._pair_gibbs(model, lays, s, t, rng)
         if model.required and n > 1:
             # Hand the hits over between ships. Pairs are drawn blind to the state, and a pair
             # moves only when the other ships leave a required cell to it: a condition its own
