@@ -172,7 +172,8 @@ def exact_report(
     "--seed",
     default=None,
     type=int,
-    help="Seed for --stats (the boards' stream) or --exact (the strategy's, each game; 0).",
+    help="Seed for --stats (the boards' stream), or for --exact (the strategy's stream, restarted "
+    "every game; 0 if omitted).",
 )
 @PLACEMENT
 def bot(
