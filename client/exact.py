@@ -178,9 +178,9 @@ class Board:
 
     # -- strategies ----------------------------------------------------------------------------
 
-    def greedy(self, state: _State | None = None) -> float:
+    def greedy(self) -> float:
         """Expected turns to win firing at a most likely cell, ties shared evenly."""
-        return self._greedy_value(self.start if state is None else state)
+        return self._greedy_value(self.start)
 
     def _greedy_value(self, state: _State) -> float:
         v = self._greedy.get(state)
