@@ -15,7 +15,7 @@ import pytest
 import trio
 from click.testing import CliRunner
 from seabattle.client.bench import BARS, FIGURES, bench, judge, local_record, time_verify
-from seabattle.client.bench.figures import GENERATOR_LIMIT_PCT
+from seabattle.client.bench.figures import GENERATOR_LIMIT_PCT, core_skew
 from seabattle.client.bench.players import (
     Scenario,
     _BarePlayer,
@@ -46,6 +46,10 @@ def _check_figures(figures: dict[str, Any]) -> None:
 def test_tiny_bench_reports_every_figure_and_ratio(mode: str) -> None:
     report = _run("--matches", "2", "--duration", "0.6", "--mode", mode)
     assert report["machine"]["cores"] >= 1 and report["machine"]["python"]
+    # Every core the bench may use is timed, so that a report shows cores that ran apart.
+    speeds = report["machine"]["core_speeds"]
+    assert set(speeds) == {str(c) for c in os.sched_getaffinity(0)}
+    assert all(ns > 0 for ns in speeds.values())
     (sc,) = report["scenarios"]
     assert sc["mode"] == mode and sc["matches"] == 2
     _check_figures(sc["target"])
@@ -199,6 +203,16 @@ def test_a_bar_measured_with_a_saturated_generator_says_so() -> None:
     assert "generator over 85 %" in bars["bot_throughput_ratio"]["measured_on"]
     bars = judge([_result(0.0, kb=1.0, generator=60.0)], verify)
     assert "generator" not in bars["bot_throughput_ratio"]["measured_on"]
+
+
+def test_a_report_says_when_one_core_ran_slower_than_the_other() -> None:
+    # The server is pinned to one core and the generator to the other: a ratio leans by their
+    # difference. JSON turns the cores into strings; a report read back still says it.
+    assert core_skew({"core_speeds": {0: 40.0, 1: 64.0}}) == (1, 1.6)
+    assert core_skew({"core_speeds": {"0": 64.0, "1": 40.0}}) == (0, 1.6)
+    assert core_skew({"core_speeds": {0: 40.0, 1: 44.0}}) is None
+    assert core_skew({"core_speeds": {0: 40.0}}) is None
+    assert core_skew({"core_speeds": None}) is None
 
 
 def test_a_sweep_is_drawn_with_plot(tmp_path: Path) -> None:

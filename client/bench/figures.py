@@ -9,6 +9,7 @@ import math
 import os
 import platform
 import resource
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -176,7 +177,57 @@ def machine() -> dict[str, Any]:
         # not readable; the kernel's "no limit" is 2000000000).
         "cpuidle": _read("/sys/devices/system/cpu/cpuidle/current_driver"),
         "cpu_latency_us": _held_latency(),
+        "core_speeds": core_speeds(),
     }
+
+
+#: Iterations of the loop that times a core: about 50 ms on this project's 2-vCPU machines.
+CORE_LOOP = 1_000_000
+#: How much slower one core may run than the fastest before a report says so.
+CORE_SKEW_LIMIT = 1.2
+
+
+def core_speeds(loop: int = CORE_LOOP) -> dict[int, float] | None:
+    """Nanoseconds an iteration of a fixed Python loop takes on each core this process may use
+    (best of 3), timed by moving the process onto each in turn; ``None`` where it cannot move.
+
+    A virtual machine's cores need not run at one speed: the host's cores and its other guests
+    decide. Session 19 found one vCPU 1.6 times slower than the other, and the bench pins the
+    server to one and the generator to the other, so every ratio leaned by that much. A report
+    records the speeds so that such a run can be told (:func:`core_skew`).
+    """
+    if not hasattr(os, "sched_getaffinity"):
+        return None
+    allowed = os.sched_getaffinity(0)
+    speeds: dict[int, float] = {}
+    try:
+        for cpu in sorted(allowed):
+            os.sched_setaffinity(0, {cpu})
+            best = math.inf
+            for _ in range(3):
+                start = time.perf_counter()
+                x = 0
+                for i in range(loop):
+                    x += i
+                best = min(best, time.perf_counter() - start)
+            speeds[cpu] = round(best / loop * 1e9, 2)
+    except OSError:
+        return None
+    finally:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, allowed)
+    return speeds
+
+
+def core_skew(m: dict[str, Any]) -> tuple[int, float] | None:
+    """The slowest core and how many times slower than the fastest it ran, when that is over
+    :data:`CORE_SKEW_LIMIT` (``None``: the cores ran alike, or were not timed)."""
+    speeds = m.get("core_speeds") or {}
+    if len(speeds) < 2:
+        return None
+    slow = max(speeds, key=lambda c: speeds[c])
+    times = speeds[slow] / min(speeds.values())
+    return (int(slow), times) if times > CORE_SKEW_LIMIT else None
 
 
 def _read(path: str) -> str | None:
@@ -209,7 +260,11 @@ def percentile(values: list[float], q: float) -> float | None:
 def machine_line(m: dict[str, Any]) -> str:
     """The one line a bench prints first: the CPU, its cores, Python and the load average."""
     load = ", ".join(f"{x:.2f}" for x in m.get("load_average") or [])
-    return f"{m.get('cpu')} x{m.get('cores')}, Python {m.get('python')}, load {load}"
+    line = f"{m.get('cpu')} x{m.get('cores')}, Python {m.get('python')}, load {load}"
+    speeds = m.get("core_speeds")
+    if speeds:
+        line += "; ns a loop step by core " + ", ".join(f"{c}: {v:.1f}" for c, v in speeds.items())
+    return line
 
 
 def gap_option(default: tuple[float, ...], what: str) -> Callable[[F], F]:

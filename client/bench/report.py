@@ -17,6 +17,7 @@ from .figures import (
     HUMAN_BAR_MATCHES,
     HUMAN_RTT_MATCHES,
     MODES,
+    core_skew,
 )
 
 __all__ = ["judge", "print_report"]
@@ -139,6 +140,15 @@ def print_report(report: dict[str, Any], console: Console) -> None:
         + ("; server and generator pinned to cores 0 and 1" if report["pinned"] else "")
         + _idle(mc)
     )
+    if speeds := mc.get("core_speeds"):
+        line = "ns a step of a fixed loop, by core: "
+        line += ", ".join(f"{c}: {v:.1f}" for c, v in speeds.items())
+        if skew := core_skew(mc):
+            line += (
+                f" [red](core {skew[0]} {skew[1]:.1f} times slower than the fastest: the"
+                " server and the generator run on different cores, so a ratio leans by it)[/]"
+            )
+        console.print(line)
     for sc in report["scenarios"]:
         kind = sc.get("baseline_kind") or ("relay" if sc["mode"] == "blind" else "echo")
         base_kind = _BASELINES[kind.removesuffix("+journal")]
