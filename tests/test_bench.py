@@ -47,9 +47,10 @@ def test_tiny_bench_reports_every_figure_and_ratio(mode: str) -> None:
     report = _run("--matches", "2", "--duration", "0.6", "--mode", mode)
     assert report["machine"]["cores"] >= 1 and report["machine"]["python"]
     # Every core the bench may use is timed, so that a report shows cores that ran apart.
-    speeds = report["machine"]["core_speeds"]
-    assert set(speeds) == {str(c) for c in os.sched_getaffinity(0)}
-    assert all(ns > 0 for ns in speeds.values())
+    for when in ("core_speeds_before", "core_speeds"):
+        speeds = report["machine"][when]
+        assert set(speeds) == {str(c) for c in os.sched_getaffinity(0)}
+        assert all(ns > 0 for ns in speeds.values())
     (sc,) = report["scenarios"]
     assert sc["mode"] == mode and sc["matches"] == 2
     _check_figures(sc["target"])
@@ -213,6 +214,9 @@ def test_a_report_says_when_one_core_ran_slower_than_the_other() -> None:
     assert core_skew({"core_speeds": {0: 40.0, 1: 44.0}}) is None
     assert core_skew({"core_speeds": {0: 40.0}}) is None
     assert core_skew({"core_speeds": None}) is None
+    # Timed before the runs and after: the further apart of the two is what a report says.
+    both = {"core_speeds_before": {0: 40.0, 1: 80.0}, "core_speeds": {0: 40.0, 1: 50.0}}
+    assert core_skew(both) == (1, 2.0)
 
 
 def test_a_sweep_is_drawn_with_plot(tmp_path: Path) -> None:

@@ -221,13 +221,17 @@ def core_speeds(loop: int = CORE_LOOP) -> dict[int, float] | None:
 
 def core_skew(m: dict[str, Any]) -> tuple[int, float] | None:
     """The slowest core and how many times slower than the fastest it ran, when that is over
-    :data:`CORE_SKEW_LIMIT` (``None``: the cores ran alike, or were not timed)."""
-    speeds = m.get("core_speeds") or {}
-    if len(speeds) < 2:
-        return None
-    slow = max(speeds, key=lambda c: speeds[c])
-    times = speeds[slow] / min(speeds.values())
-    return (int(slow), times) if times > CORE_SKEW_LIMIT else None
+    :data:`CORE_SKEW_LIMIT`, in the timing before the runs or the one after, whichever is further
+    apart (``None``: the cores ran alike, or were not timed)."""
+    worst: tuple[int, float] | None = None
+    for speeds in (m.get("core_speeds_before"), m.get("core_speeds")):
+        if not speeds or len(speeds) < 2:
+            continue
+        slow = max(speeds, key=lambda c: speeds[c])
+        times = speeds[slow] / min(speeds.values())
+        if times > CORE_SKEW_LIMIT and (worst is None or times > worst[1]):
+            worst = (int(slow), times)
+    return worst
 
 
 def _read(path: str) -> str | None:

@@ -36,6 +36,7 @@ from .figures import (
     _raise_nofile,
     _rss_kb,
     _syscalls,
+    core_speeds,
     machine,
     percentile,
 )
@@ -325,6 +326,8 @@ def run_bench(
     _raise_nofile()
     cores = os.cpu_count() or 1
     pin = cores >= 2 and hasattr(os, "sched_setaffinity")
+    # The cores' speeds drift within a sitting: timed before the runs, and after (machine()).
+    speeds_before = core_speeds()
     old_affinity = os.sched_getaffinity(0) if pin else None
     if pin:
         os.sched_setaffinity(0, {1})
@@ -436,7 +439,7 @@ def run_bench(
     verify = time_verify_fresh(records)
     verify["source"] = source
     return {
-        "machine": machine(),
+        "machine": machine() | {"core_speeds_before": speeds_before},
         "rules": rules.name,
         "target": f"{server[0]}:{server[1]}"
         if server

@@ -140,9 +140,13 @@ def print_report(report: dict[str, Any], console: Console) -> None:
         + ("; server and generator pinned to cores 0 and 1" if report["pinned"] else "")
         + _idle(mc)
     )
-    if speeds := mc.get("core_speeds"):
-        line = "ns a step of a fixed loop, by core: "
-        line += ", ".join(f"{c}: {v:.1f}" for c, v in speeds.items())
+    timed = [("before", mc.get("core_speeds_before")), ("after", mc.get("core_speeds"))]
+    if any(speeds for _, speeds in timed):
+        line = "ns a step of a fixed loop, by core: " + "; ".join(
+            f"{when} " + ", ".join(f"{c}: {v:.1f}" for c, v in speeds.items())
+            for when, speeds in timed
+            if speeds
+        )
         if skew := core_skew(mc):
             line += (
                 f" [red](core {skew[0]} {skew[1]:.1f} times slower than the fastest: the"
