@@ -262,7 +262,8 @@ def percentile(values: list[float], q: float) -> float | None:
 
 
 def machine_line(m: dict[str, Any]) -> str:
-    """The one line a bench prints first: the CPU, its cores, Python and the load average."""
+    """The one line a bench prints first: the CPU, its cores, Python, the load average and how
+    fast each core ran a fixed loop (:func:`core_speeds`)."""
     load = ", ".join(f"{x:.2f}" for x in m.get("load_average") or [])
     line = f"{m.get('cpu')} x{m.get('cores')}, Python {m.get('python')}, load {load}"
     speeds = m.get("core_speeds")
