@@ -200,10 +200,24 @@ def test_the_memory_bar_is_judged_on_human_pace_only() -> None:
 
 def test_a_bar_measured_with_a_saturated_generator_says_so() -> None:
     verify = {"ms_per_game": 4.0, "source": "local"}
-    bars = judge([_result(0.0, kb=1.0, generator=97.0)], verify)
-    assert "generator over 85 %" in bars["bot_throughput_ratio"]["measured_on"]
-    bars = judge([_result(0.0, kb=1.0, generator=60.0)], verify)
-    assert "generator" not in bars["bot_throughput_ratio"]["measured_on"]
+    bars = judge([_result(2.0, kb=1.0, generator=97.0)], verify)
+    assert "generator over 85 %" in bars["blind_rtt_ratio"]["measured_on"]
+    bars = judge([_result(2.0, kb=1.0, generator=60.0)], verify)
+    assert "generator" not in bars["blind_rtt_ratio"]["measured_on"]
+
+
+def test_the_throughput_bar_is_judged_per_core_when_a_generator_held_a_side_back() -> None:
+    verify = {"ms_per_game": 4.0, "source": "local"}
+    # Both sides at their limit: shots a second against shots a second (0.6: _result's).
+    bars = judge([_result(0.0, kb=1.0)], verify)
+    assert bars["bot_throughput_ratio"]["value"] == 0.6
+    # A bound generator fed its side below that side's limit: the rates would flatter the
+    # ratio; CPU a shot says what a whole core would serve (the server 2.5 times the relay's).
+    held = _result(0.0, kb=1.0, generator=97.0)
+    held["ratios"]["server_cpu_us_per_shot"] = 2.5
+    bar = judge([held], verify)["bot_throughput_ratio"]
+    assert bar["value"] == 0.4 and bar["ok"] is False
+    assert "per core of CPU, as a generator was bound" in bar["measured_on"]
 
 
 def test_a_report_says_when_one_core_ran_slower_than_the_other() -> None:
