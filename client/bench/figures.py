@@ -268,8 +268,13 @@ def machine_line(m: dict[str, Any]) -> str:
     line = f"{m.get('cpu')} x{m.get('cores')}, Python {m.get('python')}, load {load}"
     speeds = m.get("core_speeds")
     if speeds:
-        line += "; ns a loop step by core " + ", ".join(f"{c}: {v:.1f}" for c, v in speeds.items())
+        line += "; ns a loop step by core " + speeds_text(speeds)
     return line
+
+
+def speeds_text(speeds: dict[Any, float]) -> str:
+    """``"0: 35.0, 1: 41.2"``: :func:`core_speeds` as a report prints it."""
+    return ", ".join(f"{c}: {v:.1f}" for c, v in speeds.items())
 
 
 def gap_option(default: tuple[float, ...], what: str) -> Callable[[F], F]:

@@ -18,6 +18,7 @@ from .figures import (
     HUMAN_RTT_MATCHES,
     MODES,
     core_skew,
+    speeds_text,
 )
 
 __all__ = ["judge", "print_report"]
@@ -160,9 +161,7 @@ def print_report(report: dict[str, Any], console: Console) -> None:
     timed = [("before", mc.get("core_speeds_before")), ("after", mc.get("core_speeds"))]
     if any(speeds for _, speeds in timed):
         line = "ns a step of a fixed loop, by core: " + "; ".join(
-            f"{when} " + ", ".join(f"{c}: {v:.1f}" for c, v in speeds.items())
-            for when, speeds in timed
-            if speeds
+            f"{when} {speeds_text(speeds)}" for when, speeds in timed if speeds
         )
         if skew := core_skew(mc):
             line += (
