@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import random
 import signal
@@ -33,6 +34,7 @@ import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.protocol import messages as m
 from seabattle.protocol.commit import Committed
+from seabattle.protocol.errors import ErrorCode
 from seabattle.protocol.fleet import random_fleet
 from seabattle.protocol.grid import Cell, parse_cell
 from seabattle.protocol.record import load_record, verify_record
@@ -40,16 +42,22 @@ from seabattle.protocol.rules import RuleSet, rules_from_dict
 from seabattle.protocol.session import LEAN, Connection, Role, auth_payload
 from seabattle.protocol.verdict import Defender, Shot
 
-__all__ = ["Moved", "Player", "Server", "crash_run", "main"]
+__all__ = ["Aborted", "Moved", "Player", "Server", "check_record", "crash_run", "main"]
 
 RULES = {"preset": "classic"}
 _PACE = 0.012  #: seconds between a player's shots
+_HANDSHAKE = 10.0  #: seconds a connection's handshake may take before the node counts as gone
 _PROBE = 77  #: the request id of a reconnecting player's "is my match over?" get_record
 _SERVE = [sys.executable, "-c", "from seabattle.client.cli import main; main()", "serve"]
 
 
 class _Gone(Exception):
-    """The connection ended (the server was killed)."""
+    """The connection ended (the server was killed), or could not be opened."""
+
+
+class Aborted(Exception):
+    """The server told the player "the match was aborted" (raised only for a player made with
+    ``leave_aborted``: the harness then goes and asks where the match stands)."""
 
 
 class Moved(Exception):
@@ -63,8 +71,12 @@ class Moved(Exception):
 class _Link:
     """One connection of a player: TCP through the sans-IO client ``Connection``."""
 
-    def __init__(self, stream: trio.SocketStream) -> None:
+    def __init__(self, stream: trio.SocketStream, addr: tuple[str, int] = ("", 0)) -> None:
         self.stream = stream
+        #: where it leads, and when it was opened: a harness that kills a node knows by these
+        #: which connections the kill cut
+        self.addr = addr
+        self.opened = time.monotonic()
         self.conn = Connection(Role.CLIENT)
         self.queue: list[Any] = []
 
@@ -108,20 +120,41 @@ class Player:
     #: offer ``lean`` (spec 5.7): no copy of its own moves comes back, its own answer says
     #: whose turn follows
     lean: bool = False
+    #: when each verdict in ``told`` arrived (``time.monotonic``): when play stopped and resumed
+    told_at: list[float] = field(default_factory=list)
+    #: every ``game_over`` outcome it was shown (this harness's players never resign: any end
+    #: but ``fleet_sunk`` is the server's or a fault's doing)
+    outcomes: list[dict[str, Any]] = field(default_factory=list)
+    #: how many times it was told "the match was aborted"
+    told_aborted: int = 0
+    #: requests of its own the server refused, by the server's words (a cell fired at twice
+    #: after a crash, a move out of phase)
+    refused: dict[str, int] = field(default_factory=dict)
+    #: raise :class:`Aborted` when told the match was aborted, rather than wait on the connection
+    leave_aborted: bool = False
+    #: seconds of silence (pings aside) after which a connection counts as gone: a server that
+    #: dropped the match without a word would otherwise hold the player for ever
+    idle: float = math.inf
 
     async def connect(self, addr: tuple[str, int], caps: tuple[str, ...] = ()) -> _Link:
         try:
-            link = _Link(await trio.open_tcp_stream(*addr))
+            link = _Link(await trio.open_tcp_stream(*addr), addr)
         except OSError:
             raise _Gone from None
         pub = self.key.public_key().public_bytes_raw()
-        await link.send(m.Hello((2,), "crash", caps + (LEAN,) * self.lean))
-        w = await link.recv()
-        assert isinstance(w, m.Welcome), w
-        sig = self.key.sign(auth_payload(w.challenge, w.server, pub))
-        await link.send(m.Auth(pub, sig, self.name, None))
-        while not isinstance(await link.recv(), m.Authed):
-            pass
+        # Bounded, as the reference client's handshake is: a node that accepts but does not
+        # answer (stopped, overloaded) is as good as gone.
+        with trio.move_on_after(_HANDSHAKE) as handshake:
+            await link.send(m.Hello((2,), "crash", caps + (LEAN,) * self.lean))
+            w = await link.recv()
+            assert isinstance(w, m.Welcome), w
+            sig = self.key.sign(auth_payload(w.challenge, w.server, pub))
+            await link.send(m.Auth(pub, sig, self.name, None))
+            while not isinstance(await link.recv(), m.Authed):
+                pass
+        if handshake.cancelled_caught:
+            await link.stream.aclose()
+            raise _Gone
         self.verdicts = 0
         if self.match:
             # The match may have ended while this player was away (the kill cut its
@@ -134,6 +167,8 @@ class Player:
         # Paced under the server's default per-peer rate (100 messages/s).
         await trio.sleep(_PACE)
         free = [i for i in range(self.rules.cells) if i not in self.fired]
+        if not free:
+            return  # nothing left to fire at: whatever the server thinks, wait for its word
         i = self.rng.choice(free)
         self.fired.add(i)
         self.seq += 1
@@ -167,10 +202,8 @@ class Player:
     async def play(self, link: _Link) -> None:
         """Play on this connection until the match is over (or the connection goes)."""
         while not self.over:
-            msg = await link.recv()
-            if isinstance(msg, m.Ping):
-                await link.send(m.Pong(msg.n))
-            elif isinstance(msg, m.Start):
+            msg = await self._next(link)
+            if isinstance(msg, m.Start):
                 self.match, self.seat = msg.match, msg.seat
                 self.rules = rules_from_dict(msg.rules)
             elif isinstance(msg, m.GameStart):
@@ -180,6 +213,7 @@ class Player:
                 await self.fire(link)
             elif isinstance(msg, m.VerdictMsg):
                 self.told.append((msg.game, msg.n, msg.verdict))
+                self.told_at.append(time.monotonic())
                 self.verdicts += 1
                 if msg.next == self.seat:
                     await self.fire(link)
@@ -192,12 +226,34 @@ class Player:
                 await self.reveal(link)
             elif isinstance(msg, m.Snapshot):
                 await self.resume(link, msg.view)
+            elif isinstance(msg, m.GameOver):
+                self.outcomes.append(msg.outcome)
             elif isinstance(msg, m.MatchOver) or (isinstance(msg, m.Ok) and msg.ref == _PROBE):
                 self.over = True
-            elif isinstance(msg, m.Error) and msg.ref is not None and msg.ref == self.seq:
-                await self.fire(link)  # that cell was fired at already (a move lost in a crash)
+            elif isinstance(msg, m.Error) and msg.ref is None and "aborted" in msg.msg:
+                self.told_aborted += 1
+                if self.leave_aborted:
+                    raise Aborted(msg.msg)
+            elif isinstance(msg, m.Error) and msg.ref != _PROBE:
+                self.refused[msg.msg] = self.refused.get(msg.msg, 0) + 1
+                if msg.ref == self.seq and msg.code == ErrorCode.ALREADY_FIRED:
+                    # A move the player never saw acknowledged stood after all (a crash cut its
+                    # verdict): fire elsewhere. Any other refusal is waited out: firing again
+                    # into a phase that refuses it only repeats the refusal.
+                    await self.fire(link)
             elif isinstance(msg, m.Redirect):
                 raise Moved(msg)
+
+    async def _next(self, link: _Link) -> Any:
+        """The next message that is not a ping (pings are answered here); :class:`_Gone` after
+        ``idle`` seconds without one."""
+        with trio.move_on_after(self.idle):
+            while True:
+                msg = await link.recv()
+                if not isinstance(msg, m.Ping):
+                    return msg
+                await link.send(m.Pong(msg.n))
+        raise _Gone
 
     async def resume(self, link: _Link, view: dict[str, Any]) -> None:
         """Carry on from a snapshot: what the player owes, or its turn."""
@@ -354,7 +410,13 @@ async def crash_run(
 async def _check(pair: list[Player], addr: tuple[str, int], problems: list[str]) -> int:
     """Verify the record of ``pair``'s finished match, and that it holds every verdict either
     player was told; returns how many verdicts they were told."""
-    signed = await _fetch_record(pair[0], addr)
+    return check_record(pair, await _fetch_record(pair[0], addr), problems)
+
+
+def check_record(pair: list[Player], signed: dict[str, Any], problems: list[str]) -> int:
+    """Verify ``signed``, the record of ``pair``'s match, and that it holds every verdict either
+    player was told, in its place; each failure is a line in ``problems``. Returns how many
+    verdicts the players were told."""
     report = verify_record(signed)
     if not report.ok:
         problems.append(f"{pair[0].match.hex()}: {report.reason}")
