@@ -15,8 +15,9 @@ node's lease still runs); a redirect whose node cannot be reached, or a node wit
 within ``_SILENCE``, sends it back to the nodes it knows to ask again, with a backoff of 0.2 s
 doubling to 1 s. Nobody is parked: a player is only ever waiting for an answer it will get, or
 asking again. A pair whose match ended is checked and starts a new one. Every ``interval``
-seconds a random node is killed; once its lease has run out (and its matches moved) it is started
-again under the same name, empty.
+seconds a random node is killed (one that players are connected to: a kill that cuts nobody off
+tests nothing); once its lease has run out (and its matches moved) it is started again under the
+same name, empty.
 
 What is judged, and from where:
 
@@ -103,8 +104,9 @@ class _Nodes(Protocol):
         """Start every node."""
         ...
 
-    async def kill(self, rng: random.Random) -> tuple[str, Addr, float]:
-        """SIGKILL a random node: its name, its address, when (``time.monotonic``)."""
+    async def kill(self, rng: random.Random, busy: set[Addr]) -> tuple[str, Addr, float]:
+        """SIGKILL a random node, one of those at ``busy`` if any runs: its name, its address,
+        when (``time.monotonic``)."""
         ...
 
     async def revive(self, name: str) -> None:
@@ -136,8 +138,9 @@ class _Cluster:
         for s in self.servers:
             await trio.to_thread.run_sync(s.start)
 
-    async def kill(self, rng: random.Random) -> tuple[str, Addr, float]:
-        victim = rng.choice(self.servers)
+    async def kill(self, rng: random.Random, busy: set[Addr]) -> tuple[str, Addr, float]:
+        up = [s for s in self.servers if s.alive]
+        victim = rng.choice([s for s in up if s.addr in busy] or up)
         at = time.monotonic()
         await trio.to_thread.run_sync(victim.kill)
         return victim.extra[1], victim.addr, at
@@ -190,8 +193,8 @@ class _Workers:
     async def start(self) -> None:
         await trio.to_thread.run_sync(self._start)
 
-    async def kill(self, rng: random.Random) -> tuple[str, Addr, float]:
-        name = rng.choice(sorted(self.own))
+    async def kill(self, rng: random.Random, busy: set[Addr]) -> tuple[str, Addr, float]:
+        name = rng.choice(sorted(n for n, a in self.own.items() if a in busy) or sorted(self.own))
         at = time.monotonic()
         os.kill(self.pid[name], signal.SIGKILL)
         self.down.add(name)
@@ -585,7 +588,9 @@ async def failover_run(
                 nursery.start_soon(pair_task, slot, mode)
             for k in range(kills):
                 await trio.sleep(interval * (0.5 + rng.random()))
-                name, addr, at = await under.kill(rng)
+                # A node with players on it: a kill that cuts nobody off tests nothing.
+                busy = {link.addr for link in run.links.values()}
+                name, addr, at = await under.kill(rng, busy)
                 cut = run.cut(addr, at)
                 log(f"kill {k + 1}/{kills}: node {name} ({cut} players cut off)")
                 await under.revive(name)
