@@ -136,7 +136,7 @@ async def serve(
     public = key.public_key().public_bytes_raw()
     clients: set[Client] = set()
     async with (
-        Store.open(db_path, on_call=stats.store_call) as store,
+        Store.open(db_path, on_call=stats.store_call, app=f"seabattle-{node}") as store,
         trio.open_nursery() as outer,
         trio.open_nursery() as matches,
     ):
@@ -175,6 +175,8 @@ async def serve(
             clock = lobby.clock or Clock()
             lobby.cluster = Cluster(store, key, config, lambda: clock.wall(trio.current_time()))
             await lobby.cluster.register()
+            if journal is not None:
+                journal.gate = lobby.cluster.confirm
         await lobby.recover()
         if lobby.cluster is not None:
             await outer.start(lobby.cluster.run, lobby)
@@ -227,16 +229,11 @@ async def serve(
         task_status.started((addr[0], addr[1]))
         thresholds = _tune_gc()
         try:
-            async with trio.open_nursery() as waiting:
-                # Whichever comes first: the caller's shutdown, or this node's lease lost (another
-                # node took its matches over: it must stop refereeing).
-                stops = [shutdown if shutdown is not None else trio.Event()]
-                if lobby.cluster is not None:
-                    stops.append(lobby.cluster.lost)
-                for event in stops:
-                    waiting.start_soon(_cancel_when, event, waiting.cancel_scope)
+            # Only the caller stops a server: a store outage or a lease taken is weathered
+            # (server/cluster.py), never a reason to exit.
+            await (shutdown if shutdown is not None else trio.Event()).wait()
             await _graceful(lobby, clients, limits, accept_scope)
-            if lobby.cluster is not None and not lobby.cluster.lost.is_set():
+            if lobby.cluster is not None:
                 await lobby.cluster.release()
         finally:
             matches.cancel_scope.cancel()
@@ -248,14 +245,12 @@ def _not_ready(lobby: Lobby) -> str | None:
     """Why the server takes no players now (``/healthz/ready``), or ``None``."""
     if lobby.closing:
         return "shutting down"
-    if lobby.cluster is not None and lobby.cluster.lost.is_set():
-        return "this node's cluster lease is lost"
+    if lobby.cluster is not None and lobby.cluster.problem is not None:
+        return lobby.cluster.problem
+    journal = lobby.journal
+    if journal is not None and journal.stalled_since is not None:
+        return f"the store cannot take this server's writes ({journal.stall_error})"
     return None
-
-
-async def _cancel_when(event: trio.Event, scope: trio.CancelScope) -> None:
-    await event.wait()
-    scope.cancel()
 
 
 def _addr(addr: tuple[str, int]) -> str:

@@ -46,7 +46,7 @@ from seabattle.protocol.ticket import Ticket, issue_ticket
 from .store import Store
 from .store_cluster import Handoff
 
-__all__ = ["Cluster", "ClusterConfig", "Node"]
+__all__ = ["Cluster", "ClusterConfig", "LeaseUnconfirmed", "Node"]
 
 _log = logging.getLogger("seabattle.server.cluster")
 
@@ -72,12 +72,21 @@ class Node(Protocol):
     async def sweep(self) -> None:
         """Take over the matches of every node whose lease ended."""
 
+    async def lease_lost(self) -> None:
+        """This node's lease was taken: let go of what other nodes took over."""
+
+
+class LeaseUnconfirmed(Exception):
+    """This node cannot tell that its lease still holds (it stalled past it, or the store is
+    away): nothing it caused may be sent until it can."""
+
 
 class Cluster:
     """This node's lease, its handoff poll and its failover sweep; see the module docstring.
 
     ``wall()`` is wall-clock seconds (the lobby's :class:`~.journal.Clock`, so that tests may run
-    it in virtual time). ``lost`` is set when this node finds its lease gone.
+    it in virtual time). :attr:`problem` says why the node takes no players now (``None``: it
+    does); it clears by itself once the store answers again.
     """
 
     def __init__(
@@ -92,9 +101,17 @@ class Cluster:
         self.config = config
         self.node = config.node
         self.wall = wall
-        self.lost = trio.Event()
         self._waiting = 0  # players of this node waiting for a handoff: the poll runs only then
         self._wake = trio.Event()
+        self._started = 0  #: wall-clock ms of this node's registration (which renewals name)
+        self._held_until = 0.0  #: wall-clock seconds until which the lease is known to hold
+        #: wall-clock seconds since which the store has answered without a break (``None``: it
+        #: does not answer now)
+        self._store_ok_since: float | None = None
+        self.problem: str | None = None
+        self.losses = 0  #: how many times this node found its lease taken
+        self._renewing = trio.Lock()
+        self._node: Node | None = None
 
     def _lease_end(self) -> int:
         return int((self.wall() + self.config.lease) * 1000)
@@ -104,9 +121,10 @@ class Cluster:
         them meanwhile (a node whose lease runs is not taken over)."""
         public = self.key.public_key().public_bytes_raw()
         now = int(self.wall() * 1000)
-        await self.store.register_node(
-            self.node, self.config.addr, public, now + int(self.config.lease * 1000), now
-        )
+        end = now + int(self.config.lease * 1000)
+        await self.store.register_node(self.node, self.config.addr, public, end, now)
+        self._started, self._held_until = now, end / 1000
+        self._store_ok_since = now / 1000
         _log.info("node %s registered at %s", self.node, self.config.addr)
 
     def ticket(self, player: str, match: bytes, node: str, addr: str) -> tuple[bytes, bytes]:
@@ -121,35 +139,72 @@ class Cluster:
             self._wake.set()
 
     async def run(self, node: Node, *, task_status: trio.TaskStatus[None]) -> None:
-        """Renew the lease, poll for handoffs, sweep for nodes to take over, until cancelled or
-        the lease is lost."""
+        """Renew the lease, poll for handoffs, sweep for nodes to take over, until cancelled.
+        Nothing the store does ends it: a node that cannot reach the store, or finds its lease
+        taken, says so (:attr:`problem`) and comes back by itself."""
+        self._node = node
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._renew, nursery.cancel_scope)
+            nursery.start_soon(self._renew)
             nursery.start_soon(self._poll, node)
             nursery.start_soon(self._sweep, node)
             task_status.started()
 
-    async def _renew(self, scope: trio.CancelScope) -> None:
-        held_until = self._lease_end() / 1000
+    async def confirm(self) -> None:
+        """Return once this node's lease is known to hold now; raise :class:`LeaseUnconfirmed`
+        if it cannot be (the store is away, or the lease was taken). The journal awaits it
+        before each batch: a node that wakes from a stall longer than its lease renews first,
+        and so releases nothing it caused before it knows that it still referees."""
+        if self.wall() < self._held_until:
+            return
+        if not await self.renew():
+            raise LeaseUnconfirmed(self.problem or "this node's lease is not confirmed")
+
+    async def renew(self) -> bool:
+        """Renew the lease now; whether it holds. A lease found taken is dealt with here: the
+        lobby lets go of what other nodes took over, and the node registers again."""
+        async with self._renewing:
+            if self.wall() < self._held_until - 0.75 * self.config.lease:
+                return True  # renewed by another task a moment ago
+            end = self._lease_end()
+            try:
+                held = await self.store.renew_lease(self.node, end, self._started)
+                if not held:
+                    await self._lost()
+                    return False
+            except Exception as e:  # the store is away: try again soon; never give up
+                if self._store_ok_since is not None or self.problem is None:
+                    _log.warning("node %s: cannot renew its lease: %s", self.node, e)
+                self._store_ok_since = None
+                self.problem = "cannot reach the store: " + " ".join(str(e).split())[:200]
+                return False
+            if self._store_ok_since is None:
+                self._store_ok_since = self.wall()
+                _log.warning("node %s: the store answers again", self.node)
+            self._held_until = end / 1000
+            self.problem = None
+            return True
+
+    async def _lost(self) -> None:
+        """The lease was taken (another node swept this one): let go, then register again."""
+        self.losses += 1
+        self.problem = "its lease was taken: rejoining the cluster"
+        _log.critical(
+            "node %s: its lease is gone (another node took its matches over): it lets go of"
+            " them and registers again",
+            self.node,
+        )
+        if self._node is not None:
+            await self._node.lease_lost()
+        await self.register()
+        self.problem = None
+
+    async def _renew(self) -> None:
         while True:
             await trio.sleep(self.config.lease / 4)
             try:
-                end = self._lease_end()
-                held = await self.store.renew_lease(self.node, end)
-                if held:
-                    held_until = end / 1000
-            except Exception as e:  # the store is unreachable: try again, up to the lease's end
-                held = self.wall() < held_until
-                _log.warning("node %s: cannot renew its lease: %s", self.node, e)
-            if not held:
-                _log.critical(
-                    "node %s: its lease is gone (another node may have taken its matches over):"
-                    " it stops refereeing",
-                    self.node,
-                )
-                self.lost.set()
-                scope.cancel()
-                return
+                await self.renew()
+            except Exception:  # registering again failed (the store blinked): next round
+                _log.exception("node %s: renewing its lease failed", self.node)
 
     async def _poll(self, node: Node) -> None:
         while True:
@@ -165,9 +220,20 @@ class Cluster:
                 node.handed_off(found)
             await trio.sleep(self.config.poll)
 
+    def may_sweep(self) -> bool:
+        """Whether this node may take others over now: its own lease holds, and the store has
+        answered it for a whole lease. After an outage every node's lease looks ended; a node
+        that waits a lease first lets the live ones renew theirs, so that only the dead are
+        taken over, and no match moves because of the outage alone."""
+        ok = self._store_ok_since
+        now = self.wall()
+        return ok is not None and now < self._held_until and now - ok >= self.config.lease
+
     async def _sweep(self, node: Node) -> None:
         while True:
             await trio.sleep(self.config.sweep)
+            if not self.may_sweep():
+                continue
             try:
                 await node.sweep()
             except Exception:

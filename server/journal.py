@@ -34,7 +34,24 @@ Entries (msgpack arrays; ``t`` is wall-clock seconds, see :class:`Clock`):
 * ``["in", seat, message, t]``: the wire map of a game message the referee accepted from ``seat``;
 * ``["tick", t]``: time decided something (a clock ran out, a seat was away too long);
 * ``["gone", seat, t]``, ``["back", seat, t]``, ``["leave", seat, t]``: presence; in a team
-  match ``["gone", seat, member, t]`` and ``["back", seat, member, t]``, a member's own.
+  match ``["gone", seat, member, t]`` and ``["back", seat, member, t]``, a member's own;
+* ``["shift", seconds, t]``: the match stood still for ``seconds`` (the store was away, see
+  below): every later ``t`` is that much behind the wall clock, and so are its clocks' deadlines.
+
+The store may blink. A batch that cannot be written because the store is away (unreachable,
+restarting, out of disk space: :func:`~.store.transient`) is written again, with back-off, for as
+long as it takes; nothing it holds back is sent meanwhile, and later rows queue behind it, so a
+journal never has a hole. While it waits the journal is *stalled* (:attr:`Journal.stalled_since`):
+every match on this server stands still, its clocks stopped (the referees read their time through
+:meth:`Journal.frozen`), and when the batch is written each match is told how long it stood
+(``on_resume``) and journals a ``shift``. Only an error that says the batch itself is wrong ends
+its matches (``failed``).
+
+Fencing. In a cluster each row carries its match's :class:`~.store_rows.Fence` (the node and the
+ownership epoch it refereed the match under), and the store writes it only if the fence still
+holds, in the same transaction; the rows of a match another node took over meanwhile are dropped,
+and that match is told (``failed`` with ``fenced=True``) instead of released: the node that lost
+it sends nothing it caused.
 
 What a stolen database reveals (``spec/protocol.md`` 13): in custody mode the ``place`` entries of
 running matches hold fleets and secrets; blind-mode entries hold only what both players were
@@ -47,7 +64,7 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 import msgpack
@@ -57,6 +74,9 @@ from seabattle.protocol.referee import Referee
 
 from .journal_file import FileLog, FileMoved
 from .outbox import one_flight
+from .store import transient
+from .store_journal import fenced_ids
+from .store_rows import Fence
 
 __all__ = [
     "MOVE_BYTES",
@@ -84,8 +104,11 @@ MOVE_BYTES = 64 << 20
 class RowStore(Protocol):
     """What the journal needs of the store (``store_journal.JournalStore`` is the real one)."""
 
-    async def append_journal(self, rows: list[Row]) -> None:
-        """Store ``rows`` in one transaction."""
+    async def append_journal(
+        self, rows: list[Row], fences: Mapping[str, Fence] | None = None
+    ) -> frozenset[str]:
+        """Store ``rows`` in one transaction, but none of a match whose fence no longer holds;
+        those matches' ids."""
 
     async def compact_journal(self) -> bool:
         """Move some of the oldest stored rows to where they are kept; whether any are left."""
@@ -141,19 +164,21 @@ def started(first: bytes) -> tuple[bytes, bool, list[list[str]] | None]:
         kind, lot, public, *teams, _t = msgpack.unpackb(first, raw=False)
         if kind != "start" or not isinstance(lot, bytes) or not isinstance(public, bool):
             raise ValueError("not a start entry")
-        if teams and not (
-            len(teams[0]) == 2 and all(isinstance(t, list) and t for t in teams[0])
-        ):
+        if teams and not (len(teams[0]) == 2 and all(isinstance(t, list) and t for t in teams[0])):
             raise ValueError("teams are two lists of ids")
     except Exception as err:
         raise ReplayError(f"entry 0: the journal does not begin with its start ({err})") from None
     return lot, public, teams[0] if teams else None
 
 
-def replay(core: Referee, entries: Iterable[bytes], clock: Clock) -> None:
+def replay(core: Referee, entries: Iterable[bytes], clock: Clock) -> float:
     """Feed a whole journal (its ``start`` first) to ``core``, a fresh referee made with the lot
     :func:`started` read from it; raises :class:`ReplayError` naming the entry that failed. What
-    the referee sends is dropped: the players were told it before the crash."""
+    the referee sends is dropped: the players were told it before the crash.
+
+    Returns the seconds its clocks stood still while its inputs could not be stored (the sum of
+    its ``shift`` entries): the match's time is wall-clock time less that."""
+    shift = 0.0
     for n, packed in enumerate(entries):
         try:
             kind, *rest = msgpack.unpackb(packed, raw=False)
@@ -172,12 +197,15 @@ def replay(core: Referee, entries: Iterable[bytes], clock: Clock) -> None:
                 core.seat_back(int(rest[0]), now, int(rest[1]) if len(rest) == 3 else 0)
             elif kind == "leave":
                 core.leave(int(rest[0]), now)
+            elif kind == "shift":
+                shift += float(rest[0])
             else:
                 raise ReplayError(f"unknown entry {kind!r}")
         except ReplayError as err:
             raise ReplayError(f"entry {n}: {err}") from None
         except Exception as err:  # a corrupted row must never take the server down
             raise ReplayError(f"entry {n}: {type(err).__name__}: {err}") from None
+    return shift
 
 
 _INSERT = "INSERT INTO journal_log (match_id, n, entry) VALUES (?, ?, ?)"
@@ -207,6 +235,27 @@ class DirectWriter:
         for pragma in ("busy_timeout=0", "synchronous=NORMAL", "wal_autocheckpoint=0"):
             self._conn.execute(f"PRAGMA {pragma}")
 
+    def write_fenced(self, rows: list[Row], fences: Mapping[str, Fence]) -> frozenset[str] | None:
+        """Store the rows of ``rows`` whose match's fence still holds (every match must have
+        one), in one transaction; the ids of the matches whose did not, or ``None`` (nothing
+        stored) if the database is busy."""
+        conn = self._conn
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError:
+            return None
+        try:
+            fenced = fenced_ids(conn.execute, fences)
+            keep = rows if not fenced else [r for r in rows if r[0] not in fenced]
+            if keep:
+                conn.executemany(_INSERT, keep)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        return fenced
+
     def write(self, rows: list[Row]) -> bool:
         """Store ``rows`` in one transaction; ``False`` (nothing stored) if the database is busy."""
         conn = self._conn
@@ -235,15 +284,23 @@ class DirectWriter:
         self._conn.close()
 
 
+class _NotYet(Exception):
+    """The journal's gate said that nothing may be written yet (a node unsure of its lease)."""
+
+
 class _Held:
     """Sends held back until every row queued before them (and their own) is stored."""
 
-    __slots__ = ("failed", "release", "row")
+    __slots__ = ("failed", "fence", "release", "row")
 
     def __init__(
-        self, row: Row | None, release: Callable[[], None], failed: Callable[[], None] | None
+        self,
+        row: Row | None,
+        release: Callable[[], None],
+        failed: Callable[[bool], None] | None,
+        fence: Fence | None = None,
     ) -> None:
-        self.row, self.release, self.failed = row, release, failed
+        self.row, self.release, self.failed, self.fence = row, release, failed, fence
 
 
 class Journal:
@@ -279,16 +336,34 @@ class Journal:
         self._since = 0  #: rows written since the last compaction was asked for
         self.batches = 0  #: transactions written
         self.rows = 0  #: rows written
+        #: trio time since which a batch waits for the store (``None``: it is not stalled)
+        self.stalled_since: float | None = None
+        self.stalled_seconds = 0.0  #: how long the journal has stood stalled, in all
+        self.stalls = 0  #: how many times it stalled
+        self.stall_error = ""  #: why the batch it waits on could not be written
+        #: told how long a stall lasted, once its batch is written (every match stood still)
+        self.on_resume: Callable[[float], None] | None = None
+        #: awaited before each batch is written (a node of a cluster makes sure of its lease)
+        self.gate: Callable[[], Awaitable[None]] | None = None
 
     def append(
         self,
         row: Row,
         release: Callable[[], None],
-        failed: Callable[[], None] | None = None,
+        failed: Callable[[bool], None] | None = None,
+        fence: Fence | None = None,
     ) -> None:
-        """Store ``row``, then call ``release`` (or ``failed`` if it could not be stored)."""
-        self._queue.append(_Held(row, release, failed))
+        """Store ``row``, then call ``release``; if it cannot be stored, ``failed(fenced)``
+        instead: ``fenced``, the match is another node's now (``fence`` no longer holds);
+        otherwise the batch was refused as wrong (a store that is away is waited for)."""
+        self._queue.append(_Held(row, release, failed, fence))
         self._wake.set()
+
+    def frozen(self, now: float) -> float:
+        """The time that matches read at trio time ``now``: while the journal is stalled, the
+        moment the stall began (their clocks stand still)."""
+        since = self.stalled_since
+        return now if since is None else since
 
     def after(self, release: Callable[[], None]) -> None:
         """Call ``release`` once every row queued so far is stored (at once if none is)."""
@@ -331,7 +406,9 @@ class Journal:
                         await trio.lowlevel.checkpoint()
                     await self._flush()
         finally:
-            with trio.CancelScope(shield=True):
+            # Bounded: a store that is away at shutdown keeps what waits (its matches resume
+            # from what was written; their players were told nothing of the rest).
+            with trio.CancelScope(shield=True), trio.move_on_after(10):
                 await self._flush()
                 await self._compact_all(stopping=True)
             if self.direct is not None:
@@ -388,16 +465,33 @@ class Journal:
         batch, self._queue = self._queue, []
         if not batch:
             return
-        rows = [h.row for h in batch if h.row is not None]
-        try:
-            if rows and not (self.direct is not None and self.direct.write(rows)):
-                await self.store.append_journal(rows)
-        except Exception:
-            _log.exception("journal write failed: %d rows not stored", len(rows))
-            for h in batch:
-                if h.failed is not None:
-                    h.failed()
-            return
+        backoff = 0.05
+        while True:
+            rows = [h.row for h in batch if h.row is not None]
+            try:
+                if self.gate is not None:
+                    try:
+                        await self.gate()
+                    except Exception as err:  # not yet: the same as a store that is away
+                        raise _NotYet(str(err)) from err
+                fenced = await self._write(rows, batch) if rows else frozenset()
+            except Exception as err:
+                if not (transient(err) or isinstance(err, _NotYet)):
+                    _log.exception("journal write failed: %d rows not stored", len(rows))
+                    for h in batch:
+                        if h.failed is not None:
+                            h.failed(False)
+                    return
+                self._stalled(err)
+                await trio.sleep(backoff)
+                backoff = min(2 * backoff, 1.0)
+                # What was queued meanwhile goes behind the batch, in one transaction with it.
+                batch += self._queue
+                self._queue = []
+                continue
+            break
+        if self.stalled_since is not None:
+            self._resumed()
         self.batches += 1
         self.rows += len(rows)
         self._since += len(rows)
@@ -407,6 +501,46 @@ class Journal:
         with one_flight():  # what the batch makes a peer receive leaves in one write
             for h in batch:
                 try:
-                    h.release()
+                    if fenced and h.row is not None and h.row[0] in fenced:
+                        if h.failed is not None:
+                            h.failed(True)
+                    else:
+                        h.release()
                 except Exception:  # one peer's failure must not hold back the others' sends
                     _log.exception("releasing journaled sends failed")
+
+    async def _write(self, rows: list[Row], batch: list[_Held]) -> frozenset[str]:
+        """Store ``rows`` the fastest way there is; the matches whose fence no longer holds."""
+        fences = {h.row[0]: h.fence for h in batch if h.row is not None and h.fence is not None}
+        direct = self.direct
+        if isinstance(direct, DirectWriter) and fences:
+            fenced = direct.write_fenced(rows, fences)
+            if fenced is not None:
+                return fenced
+        elif direct is not None and direct.write(rows):
+            return frozenset()
+        return await self.store.append_journal(rows, fences or None)
+
+    def _stalled(self, err: Exception) -> None:
+        self.stall_error = f"{type(err).__name__}: {' '.join(str(err).split())}"[:300]
+        if self.stalled_since is None:
+            self.stalled_since = trio.current_time()
+            self.stalls += 1
+            _log.warning(
+                "journal stalled: the store cannot take its rows (%s); every match stands"
+                " still until it can",
+                self.stall_error,
+            )
+
+    def _resumed(self) -> None:
+        assert self.stalled_since is not None
+        stood = trio.current_time() - self.stalled_since
+        self.stalled_since = None
+        self.stall_error = ""
+        self.stalled_seconds += stood
+        _log.warning("journal written again after %.1f s; the matches go on", stood)
+        if self.on_resume is not None:
+            try:
+                self.on_resume(stood)
+            except Exception:
+                _log.exception("resuming the matches after a stall failed")

@@ -178,6 +178,27 @@ class Lobby(LobbyState):
         body, sig = cluster.ticket(peer.player, mid, node, addr)
         peer.send(m.Redirect(mid, body, sig))
 
+    async def lease_lost(self) -> None:
+        """This node's lease was taken (it stalled past it, or the store was away that long, and
+        another node took its running matches over). What it held in the store's shared places
+        is gone: its open matches and quick-queue entries are dropped with a word to whoever
+        waits; each running match it no longer referees is let go of (:meth:`_let_go`)."""
+        for mid in list(self.open):
+            om = self._take_open(mid)
+            for w in om.joined[0] + om.joined[1]:
+                w.peer.send(m.Error(int(ErrorCode.NO_SUCH_MATCH), "the match was withdrawn", w.id))
+            if om.host.connected:
+                om.host.close("moved")
+        for w in list(self._entries.values()):
+            self._unqueue(w)
+            if w.peer.connected:
+                w.peer.send(m.Error(int(ErrorCode.NO_SUCH_MATCH), "ask again", w.id))
+        refs = [r for r in self.running.values() if r.fence is not None and not r.fenced]
+        kept = await self.store.owned(self.node, {r.hex: r.fence.epoch for r in refs if r.fence})
+        for ref in refs:
+            if ref.hex not in kept:
+                ref.let_go()
+
     def handed_off(self, handoffs: list[Handoff]) -> None:
         """Players waiting here were paired into matches other nodes referee: send them there."""
         for h in handoffs:
@@ -323,9 +344,7 @@ class Lobby(LobbyState):
         if self.cluster is not None:
             # A member's session may land on any node (serve --workers shares one port), and
             # the store knows only the captains: a member could neither join nor come back.
-            raise Refused(
-                ErrorCode.NOT_ALLOWED, "team play needs a server of one node (spec 6.8)"
-            )
+            raise Refused(ErrorCode.NOT_ALLOWED, "team play needs a server of one node (spec 6.8)")
         return True
 
     async def _list(self, peer: Peer, msg: m.ListMatches) -> dict[str, Any]:

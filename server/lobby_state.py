@@ -24,9 +24,9 @@ from .journal import Clock, Journal, ReplayError, started
 from .metrics import Gauges, Metrics
 from .records import conclude
 from .referee import Referee, Seat
-from .store import Store
+from .store import Fenced, Store
 from .store_journal import JournalGap
-from .store_rows import MatchRow
+from .store_rows import Fence, MatchRow
 from .timers import Heartbeat
 
 if TYPE_CHECKING:
@@ -104,6 +104,8 @@ class LobbyState:
         self.node = node
         #: where running matches store their moves (``None``: they live in memory only)
         self.journal = journal
+        if journal is not None:
+            journal.on_resume = self._resume_all
         self.clock = Clock() if journal is not None else None
         if timers is None:
             # A lobby on its own (tests) runs its own timer task in its nursery.
@@ -171,9 +173,14 @@ class LobbyState:
             w.peer.send(m.Error(int(ErrorCode.NO_SUCH_MATCH), "the host cancelled the match", w.id))
         self.nursery.start_soon(self._abort_quietly, mid.hex(), True)
 
-    async def _abort_quietly(self, match_hex: str, if_open: bool = False) -> None:
+    async def _abort_quietly(
+        self, match_hex: str, if_open: bool = False, fence: Fence | None = None
+    ) -> None:
         try:
-            await self.store.abort_match(match_hex, _now(), if_open=if_open)
+            await self.store.abort_match(match_hex, _now(), if_open=if_open, fence=fence)
+        except Fenced:
+            # Another node referees it now: it is not this node's to end.
+            ContextLog(_log, {"match": match_hex}).info("not aborted: another node has it")
         except Exception:
             ContextLog(_log, {"match": match_hex}).exception("abort failed")
 
@@ -193,8 +200,7 @@ class LobbyState:
         members = None
         if teams is not None:
             members = [
-                [seats[i]] + [Seat(p.player, p.name, p) for p in t[1:]]
-                for i, t in enumerate(teams)
+                [seats[i]] + [Seat(p.player, p.name, p) for p in t[1:]] for i, t in enumerate(teams)
             ]
         for seat in seats if members is None else members[0] + members[1]:
             if seat.peer is not None and not seat.peer.connected:
@@ -240,8 +246,11 @@ class LobbyState:
         seats: list[Seat],
         lot: bytes | None = None,
         teams: list[list[Seat]] | None = None,
+        fence: Fence | None = None,
     ) -> Referee:
+        # A match this node made is its own under epoch 0 (only a takeover moves the epoch on).
         return Referee(
+            fence=fence if fence is not None else Fence(self.node, 0),
             teams=teams,
             match_id=mid,
             rules=rules,
@@ -283,7 +292,9 @@ class LobbyState:
             for seat in ref.everyone():
                 _discard(self._seated, seat.player, ref)
             suspended = not ref.recorded and self.closing and self.journal is not None
-            if suspended and not ref.failed:
+            if ref.fenced:
+                self._let_go(ref)
+            elif suspended and not ref.failed:
                 # A shutdown: the journal holds the match, which goes on when the server (or
                 # another on the same store) starts again. Nothing to abort, nothing to keep.
                 ref.log.info("suspended: it resumes from its journal")
@@ -297,16 +308,17 @@ class LobbyState:
         else:
             ended = self.metrics.matches_aborted
             with trio.CancelScope(shield=True), trio.move_on_after(5):
-                await self._abort_quietly(ref.hex)
+                await self._abort_quietly(ref.hex, fence=ref.fence)
         ended[ref.mode] = ended.get(ref.mode, 0) + 1
         self.finished[ref.match_id] = ref
         while len(self.finished) > self.limits.finished_kept:
             self._evict(*self.finished.popitem(last=False))
 
     async def recover(self) -> int:
-        """Take up every match the store says this node is refereeing (a restart); see
-        :meth:`take_up`."""
-        return await self.take_up(await self.store.running_matches(self.node))
+        """Take up every match the store says this node is refereeing (a restart), under new
+        ownership epochs (a process of this node that still runs somewhere is fenced off them);
+        see :meth:`take_up`."""
+        return await self.take_up(await self.store.claim_running(self.node))
 
     async def take_up(self, rows: list[MatchRow]) -> int:
         """Referee the running matches ``rows`` from their journals (a restart, or a failover).
@@ -344,13 +356,18 @@ class LobbyState:
                     seats,
                     lot,
                     teams=None if team_ids is None else teams,
+                    fence=row.fence if row.node is not None else None,
                 )
                 ref.replay(entries)
             except Exception as e:  # a corrupted journal must not stop the server
                 said = isinstance(e, ReplayError | JournalGap)
                 reason = str(e) if said else f"{type(e).__name__}: {e}"
                 log.warning("cannot be resumed, aborted: %s", reason)
-                await self.store.abort_match(row.id, _now(), reason)
+                fence = row.fence if row.node is not None else None
+                try:
+                    await self.store.abort_match(row.id, _now(), reason, fence=fence)
+                except Fenced:
+                    log.info("not aborted: another node has it")
                 continue
             if self.cluster is not None:
                 ref.on_start = self._seat_online
@@ -369,10 +386,49 @@ class LobbyState:
                 ref.attach(found[0], here[-1], found[1])
                 _add(self._present, here[-1], ref)
 
+    def _resume_all(self, stood: float) -> None:
+        """The journal was stalled ``stood`` seconds: every running match stood still."""
+        for ref in list(self.running.values()):
+            ref.resumed(stood)
+
+    def _let_go(self, ref: Referee) -> None:
+        """Another node referees ``ref``'s match now: forget it here without a word to the
+        store, and send its players there (redirect-following sessions are told where; the
+        others are closed, and reconnect through their addresses)."""
+        self.metrics.matches_moved[ref.mode] = self.metrics.matches_moved.get(ref.mode, 0) + 1
+        peers = [s.peer for s in ref.everyone() if s.peer is not None]
+        for peer in peers:
+            _discard(self._present, peer, ref)
+        for peer in list(ref.spectators):
+            _discard(self._present, peer, ref)
+            peer.close("moved")
+        if peers:
+            self.nursery.start_soon(self._send_on, ref.match_id, peers)
+
+    async def _send_on(self, mid: bytes, peers: list[Peer]) -> None:
+        """Redirect ``peers`` to the node that referees ``mid`` now (closing those who do not
+        follow redirects, or when that cannot be found out)."""
+        cluster = self.cluster
+        to = None
+        if cluster is not None:
+            with trio.move_on_after(5):
+                try:
+                    to = await self.store.match_home(mid.hex(), int(cluster.wall() * 1000))
+                except Exception:
+                    _log.exception("where match %s runs now could not be read", mid.hex())
+        for peer in peers:
+            if not peer.connected:
+                continue
+            if to is not None and peer.follows and cluster is not None:
+                body, sig = cluster.ticket(peer.player, mid, to[0], to[1])
+                peer.send(m.Redirect(mid, body, sig))
+            else:
+                peer.close("moved")
+
     async def sweep(self) -> None:
         """Take over the matches of every node whose lease ended (a failover)."""
         cluster = self.cluster
-        if cluster is None:
+        if cluster is None or not cluster.may_sweep():
             return
         async with self._sweeping:
             taken = await self.store.take_over(self.node, int(cluster.wall() * 1000))

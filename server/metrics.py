@@ -107,6 +107,10 @@ class Metrics:
         self.matches_started: dict[str, int] = dict.fromkeys(_MODES, 0)
         self.matches_finished: dict[str, int] = dict.fromkeys(_MODES, 0)
         self.matches_aborted: dict[str, int] = dict.fromkeys(_MODES, 0)
+        #: matches this node let go of because another node took them over (fenced)
+        self.matches_moved: dict[str, int] = dict.fromkeys(_MODES, 0)
+        #: seconds the journal stood stalled (the store away), in all
+        self.journal_stalled = 0.0
         self.shots = 0
         self.shot_latency = Histogram(SHOT_BUCKETS)
         self.refusals: dict[int, int] = {}  #: ``error`` messages sent, by code
@@ -139,6 +143,7 @@ class Metrics:
             "matches_started": dict(self.matches_started),
             "matches_finished": dict(self.matches_finished),
             "matches_aborted": dict(self.matches_aborted),
+            "matches_moved": dict(self.matches_moved),
             "shots": self.shots,
             "refusals": sum(self.refusals.values()),
             "messages_in": self.messages_in,
@@ -198,6 +203,13 @@ class Metrics:
             "Matches that ended without a record (server failure or shutdown), by mode.",
             "mode",
             self.matches_aborted,
+        )
+        fam.labelled(
+            "seabattle_matches_moved_total",
+            "counter",
+            "Running matches this node let go of because another node took them over, by mode.",
+            "mode",
+            self.matches_moved,
         )
         fam.one(
             "seabattle_lobby_open_matches",

@@ -7,9 +7,12 @@ changes); a player's co-signature is checked, then added beside it (``Store.add_
 
 from __future__ import annotations
 
+import logging
 import time
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
+import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.protocol import messages as m
 from seabattle.protocol.errors import ErrorCode, Refused, RemoteProtocolError
@@ -23,9 +26,32 @@ from seabattle.protocol.record import (
 )
 
 from .referee import Referee
-from .store import BadSignature, Conflict, NotFound, Store
+from .store import BadSignature, Conflict, NotFound, Store, transient
 
-__all__ = ["add_cosign", "add_cosign_stored", "conclude", "load_signed"]
+__all__ = ["add_cosign", "add_cosign_stored", "conclude", "load_signed", "stored"]
+
+_log = logging.getLogger("seabattle.server.records")
+
+_T = TypeVar("_T")
+
+
+async def stored(call: Callable[[], Awaitable[_T]], what: str) -> _T:
+    """``call()`` (a write to the store), called again with back-off for as long as the store is
+    away (:func:`~.store.transient`): a match that ended while the store blinked is recorded
+    once it is back, not aborted. Any other error, `~.store.Fenced` among them, is raised."""
+    backoff = 0.05
+    warned = False
+    while True:
+        try:
+            return await call()
+        except Exception as err:
+            if not transient(err):
+                raise
+            if not warned:
+                _log.warning("%s waits for the store: %s", what, " ".join(str(err).split()))
+                warned = True
+        await trio.sleep(backoff)
+        backoff = min(2 * backoff, 1.0)
 
 
 def _now() -> int:
@@ -55,10 +81,19 @@ async def conclude(ref: Referee, store: Store, key: Ed25519PrivateKey) -> None:
     sig = sign_as(record, key, "referee", head=head)
     result = ref.match.to_dict()
     now = _now()
-    await store.put_record(ref.hex, 0, dump_signed(packed, [sig]), sig["sig"], now)
+    fence, signed = ref.fence, dump_signed(packed, [sig])
+    # Each write is fenced: a node that lost the match meanwhile (another took it over) stores
+    # nothing of it, and ends here (`Fenced`); the node that has it records it alike.
+    await stored(
+        lambda: store.put_record(ref.hex, 0, signed, sig["sig"], now, fence=fence),
+        f"match {ref.hex}'s record",
+    )
     # Only now may players co-sign: a co-signature needs the stored record to go beside.
     ref.head, ref.recorded = head, True
-    await store.finish_match(ref.hex, result, now)
+    await stored(
+        lambda: store.finish_match(ref.hex, result, now, fence=fence),
+        f"match {ref.hex}'s result",
+    )
     ratings: dict[str, Any] | None = None
     if ref.teams is not None:
         # The ladder rates players, one a seat: a team's result moves nobody's rating (6.8).
@@ -66,8 +101,12 @@ async def conclude(ref: Referee, store: Store, key: Ed25519PrivateKey) -> None:
         ref.to_all(m.MatchOver(ref.match_id, result, None, head, packed))
         return
     try:
-        (old0, new0), (old1, new1) = await store.apply_result(
-            ref.hex, ref.players[0], ref.players[1], _score(ref.match.winner), now
+        score = _score(ref.match.winner)
+        (old0, new0), (old1, new1) = await stored(
+            lambda: store.apply_result(
+                ref.hex, ref.players[0], ref.players[1], score, now, fence=fence
+            ),
+            f"match {ref.hex}'s rating",
         )
         # The codec carries no floats: ratings travel rounded to whole points.
         ratings = {

@@ -35,6 +35,8 @@ from seabattle.protocol.session import MAX_S2C_FRAME
 from .config import ContextLog, Peer, Timers, peer_context
 from .journal import Clock, Journal, entry, replay
 from .metrics import Metrics
+from .schema import Fenced
+from .store_rows import Fence
 
 __all__ = ["GAME_MESSAGES", "MODES", "Referee", "Seat"]
 
@@ -124,12 +126,15 @@ class Referee:
         clock: Clock | None = None,
         lot: bytes | None = None,
         teams: list[list[Seat]] | None = None,
+        fence: Fence | None = None,
     ) -> None:
         """``journal``: store every accepted input before sending what it caused (``clock``
         maps trio time to the journal's wall-clock time). ``lot``: the secret the lots are drawn
         from (a match taken up from its journal, :meth:`replay`); a fresh one otherwise.
         ``teams``: team play (spec 6.8), each seat's members by member number, ``teams[s][0]``
-        being ``seats[s]``."""
+        being ``seats[s]``. ``fence``: the node and ownership epoch this server referees the
+        match under; every write for it is checked against it (a node that lost the match to
+        another writes nothing more, and sends nothing more)."""
         self.match_id = match_id
         self.hex = match_id.hex()
         self.rules = rules
@@ -150,6 +155,12 @@ class Referee:
         self._clock = clock if clock is not None else (Clock() if journal is not None else None)
         self._jn = 0  #: the number of the next journal entry
         self._failed = False  #: an input could not be journaled: the match cannot go on
+        self.fence = fence
+        #: another node referees the match now: this one lets go of it, quietly
+        self.fenced = False
+        #: seconds the match stood still while its inputs could not be stored: its time is
+        #: trio time less this (its clocks stopped meanwhile)
+        self._shift = 0.0
         # A server holds thousands of referees, most never watched nor co-signed: the set of
         # spectators, the co-signatures and the ``done`` event are made when first needed.
         self._spectators: set[Peer] | None = None
@@ -184,6 +195,24 @@ class Referee:
     def spectators(self) -> AbstractSet[Peer]:
         """The peers watching the match (:meth:`watch`, :meth:`unwatch`)."""
         return self._spectators if self._spectators is not None else _NOBODY
+
+    def _now(self) -> float:
+        """The match's time: trio time less what it stood still, standing still while the
+        journal is stalled (the store is away: the match's clocks stop)."""
+        now = trio.current_time()
+        if self._journal is not None:
+            now = self._journal.frozen(now)
+        return now - self._shift
+
+    def resumed(self, stood: float) -> None:
+        """The journal was stalled for ``stood`` seconds, and the match stood still: its clocks
+        go on from where they stopped (journaled, so that a replay goes on alike)."""
+        if self.over or self._failed or self.fenced:
+            return
+        self._shift += stood
+        now = self._now()
+        self._out([], ("shift", stood, now))
+        self._wake.set()
 
     # -- who is who -------------------------------------------------------------------------------
 
@@ -291,11 +320,15 @@ class Referee:
         if journal is None:
             if sends:
                 self._write(sends, urgent, sender)
+        elif self._failed or self.fenced:
+            # Its journal is done with: a row now would follow a hole, or go to a match that is
+            # another node's. Nothing it causes is sent.
+            pass
         elif what is not None:
             assert self._clock is not None
             n, self._jn = self._jn, self._jn + 1
             row = (self.hex, n, entry(*what[:-1], self._clock.wall(what[-1])))
-            journal.append(row, partial(self._write, sends, urgent, sender), self._lost)
+            journal.append(row, partial(self._write, sends, urgent, sender), self._lost, self.fence)
         elif sends:
             journal.after(partial(self._write, sends, urgent, sender))
         # It is woken only if it would otherwise sleep too long (its wake-up time moved earlier)
@@ -312,6 +345,8 @@ class Referee:
         verdict answers: ``urgent``) is written to first; the others are off the critical path.
         A session that agreed ``lean`` is left out of the copies of its own moves (``sender``).
         """
+        if self.fenced:
+            return  # another node referees the match: only what it sends counts
         every = self._audience(ALL)
         corked = [(p, u) for p in every if (u := _cork(p)) is not None]
         lean = [p for p in every if p.lean]
@@ -354,9 +389,20 @@ class Referee:
                 return [p for p in peers if p is not sender[1]]
         return peers
 
-    def _lost(self) -> None:
-        """An input could not be journaled: what it caused is never sent, and the match ends."""
-        self._failed = True
+    def let_go(self) -> None:
+        """Another node referees the match now (this node's lease was taken): stop here, send
+        nothing more, and leave the rest to the lobby."""
+        self._lost(True)
+
+    def _lost(self, fenced: bool) -> None:
+        """An input could not be journaled: what it caused is never sent. ``fenced``: another
+        node took the match over, and this one lets go of it; otherwise the match ends."""
+        if fenced:
+            if not self.fenced:
+                self.log.warning("another node referees the match now: letting go of it")
+            self.fenced = True
+        else:
+            self._failed = True
         self._wake.set()
 
     def shed(self) -> None:
@@ -375,7 +421,7 @@ class Referee:
         """Take the match up from its journal ``entries`` (a restart), before :meth:`run`;
         raises :class:`~.journal.ReplayError` if they cannot be replayed."""
         assert self._clock is not None and self._jn == 0
-        replay(self.core, entries, self._clock)
+        self._shift = replay(self.core, entries, self._clock)
         self._jn = len(entries)
 
     async def _flushed(self) -> None:
@@ -404,7 +450,7 @@ class Referee:
 
     def view(self) -> dict[str, Any]:
         """The public view of the match: the current game's view and the match score."""
-        return self.core.view(trio.current_time())
+        return self.core.view(self._now())
 
     def start_message(self, seat: int) -> m.Start:
         """The ``start`` message for ``seat``."""
@@ -419,7 +465,7 @@ class Referee:
         old, s.peer = s.peer, peer
         if old is not None and old is not peer:
             old.close("replaced")
-        now = trio.current_time()
+        now = self._now()
         self._out(self.core.seat_back(seat, now, member), self._presence("back", seat, member, now))
         self.log.info(
             "seat %d attached (%s)", seat, peer.player[:12], extra=peer_context(peer, seat=seat)
@@ -434,7 +480,7 @@ class Referee:
             return
         seat, member = found
         self.slot(seat, member).peer = None
-        now = trio.current_time()
+        now = self._now()
         self._out(self.core.seat_gone(seat, now, member), self._presence("gone", seat, member, now))
         if not self.over:
             self.log.info(
@@ -454,7 +500,7 @@ class Referee:
         if self._spectators is None:
             self._spectators = set()
         self._spectators.add(peer)
-        told = [self.core.snapshot(None, trio.current_time()), *self.core.team_messages()]
+        told = [self.core.snapshot(None, self._now()), *self.core.team_messages()]
         if self._journal is None:
             for msg in told:
                 peer.send(msg)
@@ -475,7 +521,7 @@ class Referee:
     def handle(self, seat: int, msg: m.Message, member: int | None = None) -> None:
         """Apply one game message from ``seat`` (in team play, from its ``member``); raises
         :class:`ProtocolError` to refuse it."""
-        core, now = self.core, trio.current_time()
+        core, now = self.core, self._now()
         sends = core.receive(seat, msg, now, member)
         peer = self.slot(seat, member or 0).peer
         sender = (seat, peer) if peer is not None and peer.lean else None
@@ -483,7 +529,7 @@ class Referee:
 
     def leave(self, seat: int) -> None:
         """``seat``'s player left the match: it forfeits the game in play and every later one."""
-        now = trio.current_time()
+        now = self._now()
         self._out(self.core.leave(seat, now), ("leave", seat, now))
         self._wake.set()
 
@@ -492,7 +538,7 @@ class Referee:
     def _start(self) -> None:
         # A plain function, not run()'s body: logging materialises the frame that calls it,
         # and run()'s would keep that object for the whole match.
-        now = trio.current_time()
+        now = self._now()
         if self._jn:
             self.log.info("taken up from %d journal entries", self._jn)
         else:
@@ -516,29 +562,45 @@ class Referee:
             self.on_start(self)
 
     async def run(self) -> None:
-        """Play the match to its end, then hand it to ``finish`` (record, store, ladder)."""
+        """Play the match to its end, then hand it to ``finish`` (record, store, ladder).
+
+        A match another node took over (:attr:`fenced`) ends here quietly: nothing is sent,
+        aborted or recorded for it; the lobby sends its players where it runs now."""
         try:
             self._start()
             core = self.core
             while not core.over:
                 if self._failed:
                     raise RuntimeError("an input could not be journaled")
+                if self.fenced:
+                    return
                 self._sleep_until = at = core.wake_at
-                if at > trio.current_time():
+                standing = self._standing()
+                if standing or at > self._now():
                     # An alarm in the server's timer heap rather than a cancel scope of its own
                     # (~0.6 KB per sleeping match). A stale alarm sets an Event nobody waits on.
-                    if at < math.inf:
-                        self._timers.add(_Alarm(self._wake), at)
+                    # None while the match stands still: :meth:`resumed` wakes it.
+                    if at < math.inf and not standing:
+                        self._timers.add(_Alarm(self._wake), at + self._shift)
                     await self._wake.wait()
                     self._wake = trio.Event()
                 self._sleep_until = -math.inf
-                now = trio.current_time()
+                if self._standing() or self.fenced:
+                    continue
+                now = self._now()
                 sends = core.tick(now)
                 self._out(sends, ("tick", now) if sends else None)
             self.over = True
             await self._flushed()
+            if self.fenced:
+                return
             await self._finish(self)
+        except Fenced as e:
+            self.log.warning("another node referees the match now: letting go of it (%s)", e)
+            self.fenced = True
         except Exception:
+            if self.fenced:
+                return
             self.log.exception("referee failed")
             self.over = True
             self.to_all(m.Error(int(ErrorCode.INTERNAL_ERROR), "the match was aborted", None))
@@ -547,6 +609,10 @@ class Referee:
             self._ended = True
             if self._done is not None:
                 self._done.set()
+
+    def _standing(self) -> bool:
+        """Whether the match stands still (the journal is stalled)."""
+        return self._journal is not None and self._journal.stalled_since is not None
 
     # -- co-signatures ----------------------------------------------------------------------------
 

@@ -33,6 +33,7 @@ __all__ = [
     "Connection",
     "Cursor",
     "Dialect",
+    "Fenced",
     "MigrationStep",
     "NotFound",
     "StoreError",
@@ -55,6 +56,11 @@ class NotFound(StoreError, LookupError):
 
 class Conflict(StoreError):
     """The operation contradicts what is already stored (a different record, result or state)."""
+
+
+class Fenced(Conflict):
+    """A write for a match that the writer no longer referees: another node took it over (its
+    ownership epoch moved on), or it ended. Nothing was written."""
 
 
 class BadSignature(StoreError, ValueError):
@@ -109,6 +115,9 @@ class Dialect:
     #: none, queues its player: two such transactions run one after the other, or two players
     #: asking on two nodes at once would both queue and wait for ever
     queue_lock: str
+    #: appended to a SELECT of the match rows whose ownership a journal batch checks: a takeover
+    #: (which updates them) waits until the batch is committed, so it replays what was written
+    share_rows: str
 
     def sql(self, query: str) -> str:
         """Return ``query`` (written with ``?`` placeholders) in this dialect's paramstyle."""
@@ -137,6 +146,7 @@ SQLITE = Dialect(
     # BEGIN IMMEDIATE: one writer at a time, so a row read is a row claimed.
     claim_rows="",
     queue_lock="",  # BEGIN IMMEDIATE serialises them already
+    share_rows="",  # and a takeover is a write: it waits for the batch
 )
 """The embedded default backend."""
 
@@ -156,6 +166,7 @@ POSTGRES = Dialect(
     migrate_lock="SELECT pg_advisory_xact_lock(25414227742)",
     claim_rows=" FOR UPDATE SKIP LOCKED",
     queue_lock="SELECT pg_advisory_xact_lock(25414227743)",
+    share_rows=" FOR SHARE",
 )
 """The shared backend for several server nodes (psycopg 3, a connection pool)."""
 
@@ -396,6 +407,17 @@ MIGRATIONS: Sequence[tuple[int, Sequence[MigrationStep]]] = (
             # The journal's tail (server/journal.py, store_journal.py): rows in the order they
             # were stored, no index but the row number, moved into ``journal`` in bulk.
             _journal_log,
+        ),
+    ),
+    (
+        7,
+        (
+            # The ownership epoch of a match: a fencing token that every takeover (a failover,
+            # a restart taking up its own matches) increments. A write for a running match
+            # succeeds only for the node that referees it under the epoch it took it at, checked
+            # in the write's own transaction, so a node that stalled past its lease and woke
+            # cannot write into a match another node took over (server/cluster.py).
+            "ALTER TABLE matches ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0",
         ),
     ),
 )

@@ -39,6 +39,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -54,6 +55,7 @@ from .schema import (
     BadSignature,
     Conflict,
     Dialect,
+    Fenced,
     NotFound,
     StoreError,
     migrate,
@@ -63,7 +65,7 @@ from .store_journal import JournalStore
 from .store_matches import MatchStore
 from .store_players import PlayerStore
 from .store_records import RecordStore
-from .store_rows import MatchRow, MatchStatus, PlayerRow, RatingChange, RecordRow
+from .store_rows import Fence, MatchRow, MatchStatus, PlayerRow, RatingChange, RecordRow
 
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
@@ -76,6 +78,8 @@ __all__ = [
     "BadSignature",
     "Conflict",
     "Dialect",
+    "Fence",
+    "Fenced",
     "MatchRow",
     "MatchStatus",
     "NotFound",
@@ -84,7 +88,18 @@ __all__ = [
     "RecordRow",
     "Store",
     "StoreError",
+    "transient",
 ]
+
+
+def transient(err: BaseException) -> bool:
+    """Whether ``err`` says the store is away for a while (unreachable, restarting, out of disk
+    space, busy), so that the same call may succeed later, rather than that the call itself is
+    wrong: a journal batch that failed so is written again, not given up."""
+    if isinstance(err, sqlite3.OperationalError | OSError):
+        return True
+    psycopg = sys.modules.get("psycopg")
+    return psycopg is not None and isinstance(err, psycopg.OperationalError)
 
 
 def _connect_sqlite(path: str) -> sqlite3.Connection:
@@ -139,9 +154,10 @@ def _open_sqlite(path: str) -> sqlite3.Connection:
         raise StoreError(f"cannot open {where}: {_one_line(e)}") from None
 
 
-def _open_postgres(url: str, size: int) -> ConnectionPool:
+def _open_postgres(url: str, size: int, app: str = "seabattle") -> ConnectionPool:
     """Check the database at ``url``, migrate it, and open a pool of ``size`` connections to it
-    (autocommit: the store issues BEGIN and COMMIT itself); errors as `StoreError`."""
+    (autocommit: the store issues BEGIN and COMMIT itself) named ``app`` in the server's view
+    (``pg_stat_activity``, its logs' ``%a``); errors as `StoreError`."""
     where = f"the PostgreSQL database {_redact(url)}"
     try:
         import psycopg
@@ -155,7 +171,7 @@ def _open_postgres(url: str, size: int) -> ConnectionPool:
         params = conninfo_to_dict(url)
         # libpq waits for an unreachable host forever by default.
         params.setdefault("connect_timeout", 10)
-        params.setdefault("application_name", "seabattle")
+        params.setdefault("application_name", app)
         conninfo = make_conninfo("", **params)
         # One connection first: it says clearly what is wrong, where a pool would only time out.
         with psycopg.connect(conninfo, autocommit=True) as conn:
@@ -167,6 +183,12 @@ def _open_postgres(url: str, size: int) -> ConnectionPool:
             kwargs={"autocommit": True},
             open=False,
             name="seabattle",
+            # A connection that broke while the server was away (restarted, unreachable) is
+            # found and replaced when it is lent, not by the call that borrowed it; and a call
+            # waits for a connection 5 s at most, so that an outage shows as failed calls
+            # (retried by their callers) rather than as calls that hang for half a minute.
+            check=ConnectionPool.check_connection,
+            timeout=5.0,
         )
         try:
             pool.open(wait=True, timeout=30)
@@ -226,6 +248,7 @@ class Store(PlayerStore, MatchStore, RecordStore, JournalStore, ClusterStore):
         *,
         on_call: Callable[[str, float], None] | None = None,
         pool_size: int = 4,
+        app: str = "seabattle",
     ) -> AsyncIterator[Store]:
         """Open (creating and migrating if needed) the database ``db``: a SQLite file path, or a
         ``postgresql://`` (or ``postgres://``) URL.
@@ -233,7 +256,9 @@ class Store(PlayerStore, MatchStore, RecordStore, JournalStore, ClusterStore):
         ``":memory:"`` gives a private in-memory SQLite database, for tests. On PostgreSQL up to
         ``pool_size`` calls run at once, each on its own pooled connection. ``on_call(method,
         seconds)``, if given, is told how long each call took, waiting for the thread included.
-        Raises `StoreError` (a one-line message) if the database cannot be opened.
+        ``app``: the name PostgreSQL shows for this store's connections (a node's own name, so
+        that an operator can tell which node wrote what). Raises `StoreError` (a one-line
+        message) if the database cannot be opened.
         """
         where = os.fspath(db)
         close: Callable[[], None]
@@ -241,7 +266,7 @@ class Store(PlayerStore, MatchStore, RecordStore, JournalStore, ClusterStore):
             if pool_size < 1:
                 raise ValueError(f"pool_size must be 1 or more, got {pool_size}")
             limiter = trio.CapacityLimiter(pool_size)
-            pool = await trio.to_thread.run_sync(_open_postgres, where, pool_size)
+            pool = await trio.to_thread.run_sync(_open_postgres, where, pool_size, app)
             store = cls(pool.connection, POSTGRES, limiter, on_call)
             close = pool.close
         else:

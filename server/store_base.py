@@ -14,8 +14,8 @@ from typing import Any, TypeVar, cast
 
 import trio
 
-from .schema import Connection, Cursor, Dialect, NotFound
-from .store_rows import _MATCH_COLS, MatchRow, _match
+from .schema import Connection, Cursor, Dialect, Fenced, NotFound
+from .store_rows import _MATCH_COLS, Fence, MatchRow, _match
 
 __all__ = ["StoreBase"]
 
@@ -133,7 +133,9 @@ class StoreBase:
 
     # Shared by every part that changes a match or what hangs off it (records, ratings).
 
-    def _match_for_update(self, cur: Cursor, match_id: str) -> MatchRow:
+    def _match_for_update(self, cur: Cursor, match_id: str, fence: Fence | None = None) -> MatchRow:
+        """The match row, locked for the rest of the transaction; with ``fence``, `Fenced`
+        unless the fence's node still referees it under the fence's epoch."""
         row = self._exec(
             cur,
             f"SELECT {_MATCH_COLS} FROM matches WHERE id = ?{self._dialect.lock_rows}",
@@ -141,4 +143,10 @@ class StoreBase:
         ).fetchone()
         if row is None:
             raise NotFound(f"no match {match_id!r}")
-        return _match(row)
+        match = _match(row)
+        if fence is not None and (match.node, match.epoch) != (fence.node, fence.epoch):
+            raise Fenced(
+                f"match {match_id} is node {match.node}'s (epoch {match.epoch}), not"
+                f" {fence.node}'s (epoch {fence.epoch})"
+            )
+        return match

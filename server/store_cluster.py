@@ -108,15 +108,81 @@ class ClusterStore(StoreBase):
 
         await self._run(run)
 
-    async def renew_lease(self, name: str, lease_until: int) -> bool:
-        """Extend ``name``'s lease; ``False`` if it has none (another node took its matches)."""
+    async def renew_lease(self, name: str, lease_until: int, started: int | None = None) -> bool:
+        """Extend ``name``'s lease; ``False`` if it has none (another node took its matches).
+        ``started``: only the registration made at that time (:meth:`register_node`'s ``now``),
+        so that a process that lost its registration never renews another's."""
 
         def run() -> bool:
             with self._transaction() as cur:
-                n = self._exec(
-                    cur, "UPDATE nodes SET lease_until = ? WHERE name = ?", (lease_until, name)
-                ).rowcount
+                if started is None:
+                    n = self._exec(
+                        cur, "UPDATE nodes SET lease_until = ? WHERE name = ?", (lease_until, name)
+                    ).rowcount
+                else:
+                    n = self._exec(
+                        cur,
+                        "UPDATE nodes SET lease_until = ? WHERE name = ? AND started = ?",
+                        (lease_until, name, started),
+                    ).rowcount
             return bool(n)
+
+        return await self._run(run)
+
+    async def claim_running(self, name: str) -> list[MatchRow]:
+        """Make every running match that ``name`` referees (or no node in particular) ``name``'s
+        under a new ownership epoch, and return them, oldest first: a restart taking up its own
+        matches. A process of the same node that is still alive somewhere (stalled, not dead)
+        is fenced off them by the new epoch."""
+
+        def run() -> list[MatchRow]:
+            with self._transaction() as cur:
+                ids = [
+                    r[0]
+                    for r in self._exec(
+                        cur,
+                        "SELECT id FROM matches WHERE status = 'playing'"
+                        " AND (node = ? OR node IS NULL) ORDER BY id" + self._dialect.lock_rows,
+                        (name,),
+                    ).fetchall()
+                ]
+                return self._move(cur, ids, name)
+
+        return await self._run(run)
+
+    def _move(self, cur: Cursor, ids: list[str], name: str) -> list[MatchRow]:
+        """In a transaction that locked the match rows ``ids``: make them ``name``'s, each under
+        its next epoch; the rows, oldest first."""
+        if not ids:
+            return []
+        marks = ", ".join("?" * len(ids))
+        self._exec(
+            cur,
+            f"UPDATE matches SET node = ?, epoch = epoch + 1 WHERE id IN ({marks})",
+            (name, *ids),
+        )
+        rows = self._exec(
+            cur,
+            f"SELECT {_MATCH_COLS} FROM matches WHERE id IN ({marks}) ORDER BY created, id",
+            ids,
+        ).fetchall()
+        return [_match(r) for r in rows]
+
+    async def owned(self, name: str, fences: dict[str, int]) -> set[str]:
+        """Of the matches ``fences`` names (id -> epoch), those ``name`` still referees under
+        that epoch, still running."""
+
+        def run() -> set[str]:
+            if not fences:
+                return set()
+            ids = sorted(fences)
+            marks = ", ".join("?" * len(ids))
+            rows = self._all(
+                f"SELECT id, epoch FROM matches WHERE id IN ({marks}) AND node = ?"
+                " AND status = 'playing'",
+                (*ids, name),
+            )
+            return {r[0] for r in rows if int(r[1]) == fences[r[0]]}
 
         return await self._run(run)
 
@@ -153,17 +219,18 @@ class ClusterStore(StoreBase):
                     (now, name),
                 ).fetchall()
                 for (node,) in dead:
-                    rows = self._exec(
-                        cur,
-                        f"SELECT {_MATCH_COLS} FROM matches WHERE status = 'playing' AND node = ?"
-                        " ORDER BY created, id",
-                        (node,),
-                    ).fetchall()
-                    self._exec(
-                        cur,
-                        "UPDATE matches SET node = ? WHERE status = 'playing' AND node = ?",
-                        (name, node),
-                    )
+                    # Locked in the order of their ids, as a journal batch locks them, and moved
+                    # under new epochs: what the dead node may still try to write is fenced.
+                    ids = [
+                        r[0]
+                        for r in self._exec(
+                            cur,
+                            "SELECT id FROM matches WHERE status = 'playing' AND node = ?"
+                            " ORDER BY id" + self._dialect.lock_rows,
+                            (node,),
+                        ).fetchall()
+                    ]
+                    rows = self._move(cur, ids, name)
                     self._exec(
                         cur,
                         "UPDATE matches SET status = 'aborted', finished = ?"
@@ -173,7 +240,7 @@ class ClusterStore(StoreBase):
                     for table in ("quick_queue", "handoffs"):
                         self._exec(cur, f"DELETE FROM {table} WHERE node = ?", (node,))
                     self._exec(cur, "DELETE FROM nodes WHERE name = ?", (node,))
-                    taken.append((node, [_match(r) for r in rows]))
+                    taken.append((node, rows))
             return taken
 
         return await self._run(run)
@@ -194,6 +261,20 @@ class ClusterStore(StoreBase):
                 (name, player, player),
             )
             return [(r[0], r[1], r[2] if r[3] is not None and r[3] > now else None) for r in rows]
+
+        return await self._run(run)
+
+    async def match_home(self, match_id: str, now: int) -> tuple[str, str] | None:
+        """(the node that referees the running match ``match_id``, its address), if that node's
+        lease runs at ``now`` (wall-clock milliseconds); else ``None``."""
+
+        def run() -> tuple[str, str] | None:
+            row = self._one(
+                "SELECT m.node, n.addr FROM matches m JOIN nodes n ON n.name = m.node"
+                " WHERE m.id = ? AND m.status = 'playing' AND n.lease_until > ?",
+                (match_id, now),
+            )
+            return None if row is None else (str(row[0]), str(row[1]))
 
         return await self._run(run)
 
@@ -282,8 +363,7 @@ class ClusterStore(StoreBase):
     def _put(self, cur: Cursor, node: str, player: str, digest: bytes, mode: str, now: int) -> int:
         self._exec(
             cur,
-            "INSERT INTO quick_queue (node, player, digest, mode, created)"
-            " VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO quick_queue (node, player, digest, mode, created) VALUES (?, ?, ?, ?, ?)",
             (node, player, digest, mode, now),
         )
         row = self._exec(

@@ -22,14 +22,15 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from .journal_file import FileMoved, read_frames
 from .schema import Cursor
 from .store_base import StoreBase
-from .store_rows import _MATCH_COLS, MatchRow, _check_match_id, _match
+from .store_rows import _MATCH_COLS, Fence, MatchRow, _check_match_id, _match
 
-__all__ = ["COMPACT_CHUNK", "JournalGap", "JournalStore", "token_hash"]
+__all__ = ["COMPACT_CHUNK", "JournalGap", "JournalStore", "fenced_ids", "token_hash"]
 
 COMPACT_CHUNK = 2048
 """Rows of ``journal_log`` moved per transaction: a few milliseconds of holding the write lock."""
@@ -37,6 +38,22 @@ COMPACT_CHUNK = 2048
 
 class JournalGap(Exception):
     """A running match's journal misses an entry (a journal file lost it): it cannot be replayed."""
+
+
+def fenced_ids(
+    execute: Callable[[str, Sequence[Any]], Any], fences: Mapping[str, Fence]
+) -> frozenset[str]:
+    """In a write transaction (``execute`` runs one statement with ``?`` placeholders): the ids
+    of the matches of ``fences`` that their fence's node no longer referees under its epoch."""
+    if not fences:
+        return frozenset()
+    ids = sorted(fences)
+    marks = ", ".join("?" * len(ids))
+    rows = execute(
+        f"SELECT id, node, epoch FROM matches WHERE id IN ({marks}) AND status = 'playing'", ids
+    ).fetchall()
+    owned = {r[0] for r in rows if Fence(r[1], int(r[2])) == fences[r[0]]}
+    return frozenset(i for i in ids if i not in owned)
 
 
 def token_hash(token: bytes) -> bytes:
@@ -47,18 +64,36 @@ def token_hash(token: bytes) -> bytes:
 class JournalStore(StoreBase):
     """Journals of running matches and resume tokens (a part of `Store`)."""
 
-    async def append_journal(self, rows: Sequence[tuple[str, int, bytes]]) -> None:
-        """Store journal ``rows`` (match id, entry number, entry) in one transaction."""
+    async def append_journal(
+        self, rows: Sequence[tuple[str, int, bytes]], fences: Mapping[str, Fence] | None = None
+    ) -> frozenset[str]:
+        """Store journal ``rows`` (match id, entry number, entry) in one transaction.
+
+        ``fences``: the rows of a match named there are stored only if its fence still holds
+        (its node referees it under that epoch), checked in the same transaction, which holds
+        those match rows until it commits (a takeover waits for it, and then replays what it
+        wrote). Returns the ids of the matches whose rows were not stored for that."""
         table = "journal_log" if self._dialect.name == "sqlite" else "journal"
+        share = self._dialect.share_rows
 
-        def run() -> None:
+        def run() -> frozenset[str]:
             with self._transaction() as cur:
-                cur.executemany(
-                    self._dialect.sql(f"INSERT INTO {table} (match_id, n, entry) VALUES (?, ?, ?)"),
-                    rows,
-                )
+                fenced: frozenset[str] = frozenset()
+                if fences:
+                    fenced = fenced_ids(
+                        lambda q, p: self._exec(cur, q + " ORDER BY id" + share, p), fences
+                    )
+                keep = rows if not fenced else [r for r in rows if r[0] not in fenced]
+                if keep:
+                    cur.executemany(
+                        self._dialect.sql(
+                            f"INSERT INTO {table} (match_id, n, entry) VALUES (?, ?, ?)"
+                        ),
+                        keep,
+                    )
+            return fenced
 
-        await self._run(run)
+        return await self._run(run)
 
     async def compact_journal(self, chunk: int = COMPACT_CHUNK) -> bool:
         """Move up to ``chunk`` of the oldest rows of ``journal_log`` into ``journal`` (those of

@@ -7,7 +7,7 @@ from typing import Any, get_args
 
 from .schema import Conflict, Cursor, NotFound
 from .store_base import StoreBase
-from .store_rows import _MATCH_COLS, MatchRow, MatchStatus, _check_match_id, _json, _match
+from .store_rows import _MATCH_COLS, Fence, MatchRow, MatchStatus, _check_match_id, _json, _match
 
 __all__ = ["MatchStore"]
 
@@ -113,22 +113,32 @@ class MatchStore(StoreBase):
 
         return await self._run(run)
 
-    async def finish_match(self, match_id: str, result: Any, now: int) -> None:
+    async def finish_match(
+        self, match_id: str, result: Any, now: int, *, fence: Fence | None = None
+    ) -> None:
         """Mark the match finished with ``result`` (any JSON value).
 
         Finishing again with the same result does nothing, so a retry after a crash is safe; a
-        different result, or finishing an aborted match, raises `Conflict`.
+        different result, or finishing an aborted match, raises `Conflict`. ``fence``: only if
+        that node still referees it under that epoch (`Fenced` otherwise).
         """
-        await self._end_match(match_id, "finished", _json(result), now)
+        await self._end_match(match_id, "finished", _json(result), now, fence=fence)
 
     async def abort_match(
-        self, match_id: str, now: int, reason: str | None = None, *, if_open: bool = False
+        self,
+        match_id: str,
+        now: int,
+        reason: str | None = None,
+        *,
+        if_open: bool = False,
+        fence: Fence | None = None,
     ) -> None:
         """Mark an open or playing match aborted (not rated; ``reason``, if given, is kept as its
         result ``{"aborted": reason}``); repeating is harmless. ``if_open``: only a match still
-        open (a host cancelling, while a player of another node may be joining it)."""
+        open (a host cancelling, while a player of another node may be joining it). ``fence``:
+        only if that node still referees it under that epoch (`Fenced` otherwise)."""
         result = None if reason is None else _json({"aborted": reason})
-        await self._end_match(match_id, "aborted", result, now, if_open=if_open)
+        await self._end_match(match_id, "aborted", result, now, if_open=if_open, fence=fence)
 
     async def _end_match(
         self,
@@ -138,10 +148,11 @@ class MatchStore(StoreBase):
         now: int,
         *,
         if_open: bool = False,
+        fence: Fence | None = None,
     ) -> None:
         def run() -> bool:  # whether the match has ended now
             with self._transaction() as cur:
-                match = self._match_for_update(cur, match_id)
+                match = self._match_for_update(cur, match_id, fence)
                 if if_open and match.status != "open":
                     # joined meanwhile: it runs, on the node that joined it
                     return match.status != "playing"

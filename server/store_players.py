@@ -12,6 +12,7 @@ from .store_base import StoreBase
 from .store_rows import (
     _HISTORY_COLS,
     _PLAYER_COLS,
+    Fence,
     PlayerRow,
     RatingChange,
     _check_player_id,
@@ -74,14 +75,22 @@ class PlayerStore(StoreBase):
     # Ratings
 
     async def apply_result(
-        self, match_id: str, a_id: str, b_id: str, score_a: float, now: int
+        self,
+        match_id: str,
+        a_id: str,
+        b_id: str,
+        score_a: float,
+        now: int,
+        *,
+        fence: Fence | None = None,
     ) -> tuple[RatingChange, RatingChange]:
         """Rate one match: update both players and log the change, all in one transaction.
 
         ``score_a`` is 1 (a won, or b forfeited), 0.5 (draw) or 0. Returns ``((old_a, new_a),
         (old_b, new_b))``. Applying a match that was already applied changes nothing and returns
         the stored change (in the order asked for, if a and b are swapped); applying it with a
-        different outcome raises `Conflict`.
+        different outcome raises `Conflict`. ``fence``: only if that node still referees the
+        match under that epoch (`Fenced` otherwise).
         """
         if score_a not in (0.0, 0.5, 1.0):
             raise ValueError(f"score must be 0, 0.5 or 1, got {score_a!r}")
@@ -103,7 +112,7 @@ class PlayerStore(StoreBase):
                 for player_id in (a_id, b_id):
                     if player_id not in found:
                         raise NotFound(f"no player {player_id!r}")
-                match = self._match_for_update(cur, match_id)
+                match = self._match_for_update(cur, match_id, fence)
                 if match.status == "aborted":
                     raise Conflict(f"match {match_id} was aborted and is not rated")
                 if {match.seat0, match.seat1} != {a_id, b_id}:

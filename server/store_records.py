@@ -10,7 +10,7 @@ from seabattle.protocol.record import ROLES, dump_record, load_record
 
 from .schema import BadSignature, Conflict, Cursor, NotFound, check_signature
 from .store_base import StoreBase
-from .store_rows import _RECORD_COLS, RecordRow, _record
+from .store_rows import _RECORD_COLS, Fence, RecordRow, _record
 
 __all__ = ["RecordStore"]
 
@@ -19,12 +19,20 @@ class RecordStore(StoreBase):
     """Signed records and their co-signatures (a part of `Store`)."""
 
     async def put_record(
-        self, match_id: str, game: int, record: bytes, signature: bytes, now: int
+        self,
+        match_id: str,
+        game: int,
+        record: bytes,
+        signature: bytes,
+        now: int,
+        *,
+        fence: Fence | None = None,
     ) -> None:
         """Store a signed record for game ``game`` of a match (0 = the whole match).
 
         Storing the same bytes again does nothing; different bytes for a stored record raise
-        `Conflict`, because a signed record, once published, must never change.
+        `Conflict`, because a signed record, once published, must never change. ``fence``: only
+        if that node still referees the match under that epoch (`Fenced` otherwise).
         """
         if game < 0:
             raise ValueError(f"game number must be 0 or more, got {game}")
@@ -32,7 +40,7 @@ class RecordStore(StoreBase):
 
         def run() -> None:
             with self._transaction() as cur:
-                self._match_for_update(cur, match_id)
+                self._match_for_update(cur, match_id, fence)
                 inserted = self._exec(
                     cur,
                     "INSERT INTO records (match_id, game, record, signature, created)"

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from .ladder import Rating
 
-__all__ = ["MatchRow", "MatchStatus", "PlayerRow", "RatingChange", "RecordRow"]
+__all__ = ["Fence", "MatchRow", "MatchStatus", "PlayerRow", "RatingChange", "RecordRow"]
 
 MatchStatus = Literal["open", "playing", "finished", "aborted"]
 """Where a match is in its life: open (waiting for a second seat), playing, finished, aborted."""
@@ -58,6 +58,24 @@ class MatchRow:
     result: Any
     created: int
     finished: int | None
+    node: str | None = None  #: the node that referees it (or hosts it while it is open)
+    epoch: int = 0  #: its ownership epoch (:class:`Fence`)
+
+    @property
+    def fence(self) -> Fence:
+        """What its node's writes for it are checked against (``node`` must be set)."""
+        assert self.node is not None
+        return Fence(self.node, self.epoch)
+
+
+@dataclass(frozen=True, slots=True)
+class Fence:
+    """Who may write for a running match: the node that referees it and the ownership epoch it
+    took the match at. Every takeover increments the epoch, so a node that lost the match holds
+    a fence the store no longer matches (`~.schema.Fenced`)."""
+
+    node: str
+    epoch: int
 
 
 @dataclass(frozen=True)
@@ -72,7 +90,7 @@ class RecordRow:
 
 
 _PLAYER_COLS = "id, name, created, rating, rd, vol, games, wins, losses, draws"
-_MATCH_COLS = "id, rules, mode, seat0, seat1, status, result, created, finished"
+_MATCH_COLS = "id, rules, mode, seat0, seat1, status, result, created, finished, node, epoch"
 _RECORD_COLS = "match_id, game, record, signature, created"
 _HISTORY_COLS = (
     "a_id, b_id, score_a, a_old_rating, a_old_rd, a_old_vol, a_new_rating, a_new_rd, a_new_vol, "
@@ -88,9 +106,11 @@ def _player(row: Sequence[Any]) -> PlayerRow:
 
 
 def _match(row: Sequence[Any]) -> MatchRow:
-    mid, rules, mode, seat0, seat1, status, result, created, finished = row
+    mid, rules, mode, seat0, seat1, status, result, created, finished, node, epoch = row
     parsed = None if result is None else json.loads(result)
-    return MatchRow(mid, bytes(rules), mode, seat0, seat1, status, parsed, created, finished)
+    return MatchRow(
+        mid, bytes(rules), mode, seat0, seat1, status, parsed, created, finished, node, int(epoch)
+    )
 
 
 def _record(row: Sequence[Any]) -> RecordRow:

@@ -65,12 +65,12 @@ async def test_what_cannot_be_stored_is_never_released(
     journal = Journal(store)
     await nursery.start(journal.run)
     released: list[int] = []
-    failed: list[int] = []
+    failed: list[bool] = []
     row = (MID.hex(), 0, entry("tick", 0.0))
-    journal.append(row, lambda: released.append(0), lambda: failed.append(0))
+    journal.append(row, lambda: released.append(0), failed.append)
     while not failed:
         await trio.sleep(0.001)
-    assert released == [] and failed == [0]
+    assert released == [] and failed == [False]  # refused, not fenced
 
 
 async def test_a_finished_match_drops_its_journal(tmp_path: Path) -> None:
