@@ -121,8 +121,12 @@ class _Nodes(Protocol):
 class _Cluster:
     """The nodes: child processes on one database and one key."""
 
-    def __init__(self, folder: Path, db: str, nodes: int, lease: float) -> None:
-        self.lease = lease
+    def __init__(
+        self, folder: Path, db: str, nodes: int, lease: float, back_after: float | None
+    ) -> None:
+        # By default after its lease has run out and a sweep has seen it (its matches moved);
+        # sooner, as a service manager restarts it, it comes back while its lease still runs.
+        self.back_after = lease + 1.5 if back_after is None else back_after
         self.servers = [
             Server(folder, db, ("--node", f"n{i}", "--cluster", "--lease", str(lease)))
             for i in range(nodes)
@@ -146,8 +150,7 @@ class _Cluster:
         return victim.extra[1], victim.addr, at
 
     async def revive(self, name: str) -> None:
-        # Its matches move once its lease has run out and a sweep has seen it.
-        await trio.sleep(self.lease + 1.5)
+        await trio.sleep(self.back_after)
         for s in self.servers:
             if s.extra[1] == name:
                 await trio.to_thread.run_sync(s.start)
@@ -538,6 +541,7 @@ async def failover_run(
     pairs: int = 5,
     lease: float = 2.0,
     interval: float = 3.0,
+    back_after: float | None = None,
     give_up: float = 90.0,
     bars: bool = True,
     seed: int = 0,
@@ -547,13 +551,17 @@ async def failover_run(
     ``pairs`` blind and ``pairs`` custody matches, and judge what the players lived through.
 
     ``workers``: instead of ``nodes`` cluster nodes, one ``serve --workers N`` on ``db`` (a
-    SQLite file, or PostgreSQL), whose killed worker its supervisor starts again. ``bars``:
+    SQLite file, or PostgreSQL), whose killed worker its supervisor starts again.
+    ``back_after``: seconds before a killed cluster node is started again (default: once its
+    lease has run out, ``lease`` + 1.5). ``bars``:
     whether the bars (no match decided by a kill, players back within ``lease`` + 5 s at the
     p99) decide ``ok``, or are only reported."""
     rng = random.Random(seed)
     folder = Path(tempfile.mkdtemp(prefix="seabattle-failover-"))
     under: _Nodes = (
-        _Workers(folder, db, workers, lease) if workers else _Cluster(folder, db, nodes, lease)
+        _Workers(folder, db, workers, lease)
+        if workers
+        else _Cluster(folder, db, nodes, lease, back_after)
     )
     public = load_or_create_key(folder / "server.key").public_key().public_bytes_raw()
     run = _Run(under, db, rng, give_up, public, log)
@@ -636,6 +644,7 @@ async def failover_run(
         "nodes": workers or nodes,
         "kills": kills,
         "lease": lease,
+        "back_after": None if workers else back_after,
         "matches": len(ended),
         "opened": opened,
         "verdicts_acknowledged": acknowledged,
@@ -681,6 +690,12 @@ async def failover_run(
 )
 @click.option("--lease", type=float, default=2.0, show_default=True, help="Nodes' lease, seconds.")
 @click.option(
+    "--back-after",
+    type=float,
+    default=None,
+    help="Seconds before a killed node is started again [default: lease + 1.5].",
+)
+@click.option(
     "--give-up",
     type=float,
     default=90.0,
@@ -696,6 +711,7 @@ def main(
     workers: int,
     pairs: int,
     lease: float,
+    back_after: float | None,
     give_up: float,
     no_bars: bool,
     seed: int,
@@ -714,6 +730,7 @@ def main(
             workers=workers,
             pairs=pairs,
             lease=lease,
+            back_after=back_after,
             give_up=give_up,
             bars=not no_bars,
             seed=seed,
