@@ -9,9 +9,22 @@ Theory of operation. PostgreSQL is the coordinator; there is no other channel be
   refuses to start. A planned stop ends the lease at once, so the matches move without waiting.
 * **Failover.** Every ``sweep`` seconds a node looks for leases that ended: in one transaction it
   locks such a node's row (``FOR UPDATE SKIP LOCKED``: two live nodes never take the same dead
-  one), makes its running matches its own and deletes the row; then it replays their journals
-  (:meth:`~.lobby_state.LobbyState.take_up`), as a restart would. A node that finds at renewal
-  that its lease is gone (it stalled past it and was taken over) stops refereeing at once.
+  one), makes its running matches its own under new ownership epochs and deletes the row; then it
+  replays their journals (:meth:`~.lobby_state.LobbyState.take_up`), as a restart would. A node
+  sweeps only once the store has answered it for a whole lease (:meth:`Cluster.may_sweep`):
+  after an outage every lease looks ended, and the live nodes renew theirs first.
+* **Fencing.** Every write for a running match (journal rows, its record, its result, its
+  rating, its abort) is checked in its own transaction against the match's node and epoch
+  (``Fence``): a node that stalled past its lease (a pause, a long GC, a store outage) and wakes
+  cannot write into a match another node took over. A fenced write makes the node let go of the
+  match at once and quietly (nothing sent, nothing aborted; its players are redirected to the
+  node that has it). Before a journal batch a node makes sure its lease holds
+  (:meth:`Cluster.confirm`): one that wakes past it renews first, and releases nothing before.
+* **Nothing ends a node.** A node that cannot reach the store keeps trying, says so on
+  ``/healthz/ready`` (503, :attr:`Cluster.problem`) and holds what its matches caused until the
+  store takes it (``journal``: the matches stand still meanwhile). One that finds its lease taken
+  lets go of the matches it lost (:meth:`~.lobby.Lobby.lease_lost`), registers again and goes
+  on with the rest.
 * **Pairing.** A quick request that finds no partner on its own node pairs with the oldest entry
   another node put in the shared queue for the same rules (``queue_pair``); if there is none, the
   request waits on its node and, when its player follows redirects (capability ``redirect``), in
@@ -169,8 +182,10 @@ class Cluster:
             try:
                 held = await self.store.renew_lease(self.node, end, self._started)
                 if not held:
+                    # Taken: what this node still holds is let go of and it registers again,
+                    # after which its lease holds (raised: the store broke off meanwhile).
                     await self._lost()
-                    return False
+                    return True
             except Exception as e:  # the store is away: try again soon; never give up
                 if self._store_ok_since is not None or self.problem is None:
                     _log.warning("node %s: cannot renew its lease: %s", self.node, e)

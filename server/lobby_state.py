@@ -10,6 +10,7 @@ import logging
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
 import msgpack
@@ -22,7 +23,7 @@ from seabattle.protocol.rules import RuleSet, rules_from_dict
 from .config import ContextLog, Limits, Peer, Timers
 from .journal import Clock, Journal, ReplayError, started
 from .metrics import Gauges, Metrics
-from .records import conclude
+from .records import conclude, stored
 from .referee import Referee, Seat
 from .store import Fenced, Store
 from .store_journal import JournalGap
@@ -332,7 +333,9 @@ class LobbyState:
             try:
                 if self.journal is None:
                     raise ReplayError("this server keeps no journal")
-                entries = await self.store.journal(row.id)
+                # The store may blink while a failover takes matches up: they are this node's
+                # already, and are waited for rather than aborted or left behind.
+                entries = await stored(partial(self.store.journal, row.id), f"match {row.id}")
                 if not entries:
                     raise ReplayError("nothing was journaled")
                 lot, public, team_ids = started(entries[0])
@@ -344,7 +347,7 @@ class LobbyState:
                 for ids in members:
                     team = []
                     for player in ids:
-                        known = await self.store.get_player(player)
+                        known = await stored(partial(self.store.get_player, player), "a player")
                         team.append(Seat(player, known.name if known else player[:12]))
                     teams.append(team)
                 seats = [teams[0][0], teams[1][0]]
@@ -365,7 +368,10 @@ class LobbyState:
                 log.warning("cannot be resumed, aborted: %s", reason)
                 fence = row.fence if row.node is not None else None
                 try:
-                    await self.store.abort_match(row.id, _now(), reason, fence=fence)
+                    await stored(
+                        partial(self.store.abort_match, row.id, _now(), reason, fence=fence),
+                        f"match {row.id}",
+                    )
                 except Fenced:
                     log.info("not aborted: another node has it")
                 continue

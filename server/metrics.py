@@ -12,9 +12,9 @@ request head of at most ``head_limit`` bytes, ``timeout`` seconds for the whole 
 most ``max_scrapes`` connections at once. ``GET /metrics`` (or ``HEAD``) answers the text
 exposition format, version 0.0.4. ``/healthz/live`` says the event loop answers,
 ``/healthz/ready`` that the server also takes players (503 with the reason while it does not:
-shutting down, its cluster lease lost), ``/healthz`` both as JSON. ``routes`` adds paths (the live
-spectator page of :mod:`.watch`, whose event streams outlive ``timeout`` and bound their own
-writes); any other path is 404. It should listen on loopback (the default in
+shutting down, the store away, its cluster lease taken), ``/healthz`` both as JSON. ``routes``
+adds paths (the live spectator page of :mod:`.watch`, whose event streams outlive ``timeout``
+and bound their own writes); any other path is 404. It should listen on loopback (the default in
 :func:`seabattle.server.app.main`): the figures are not secret, but nobody outside should be able
 to make the server render them in a loop.
 """
