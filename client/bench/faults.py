@@ -44,8 +44,8 @@ What is judged, from what the clients were told against the final store:
   written by a node other than its owner at that commit, is a stray row. This counts rows that
   were committed, which the log cannot: a fenced statement (``UPDATE ... WHERE epoch = $e``)
   that writes nothing is logged the same as one that writes;
-* the PostgreSQL log, read as asked: the data-modifying statements logged from the woken node's
-  connections after its SIGCONT whose text or parameters (psycopg 3 sends parameters with the
+* the PostgreSQL log: the data-modifying statements logged from the woken node's connections in
+  the two leases after its SIGCONT whose text or parameters (psycopg 3 sends parameters with the
   extended protocol; the server logs them in a ``DETAIL: parameters: $1 = '...'`` line) name a
   match taken over from it; reported per pause, with how many of them failed (``ERROR``). These
   are attempts: once writes are fenced some will remain and write nothing, so the bar is the
@@ -83,7 +83,7 @@ from seabattle.protocol.ticket import open_ticket
 from .crash import _SERVE, RULES, Moved, Player, Server, _check, _Gone, _Link, _pair
 from .pg import Postgres
 
-__all__ = ["FaultNode", "faults_run", "main", "stray_rows"]
+__all__ = ["Attempt", "FaultNode", "Stray", "faults_run", "main", "read_log", "stray_rows"]
 
 _APP = "seabattle-"  #: a node's application name is this and its name
 _HARNESS_APP = "seabattle-faults-harness"
@@ -693,6 +693,13 @@ async def _pause(run: _Run, k: int, pauses: int, lease: float, log: Callable[[st
         if time.time() >= earliest and went_on:
             break
     taken = {mid for mid in owned if run.matches.get(mid, ("", None))[1] not in (victim.name, None)}
+    # A takeover that never came is often a transaction the paused node left open: its row
+    # locks hold up whoever needs them (e.g. a sweep that skips locked rows). Say which.
+    held = await run.aquery(
+        "SELECT pid, now() - xact_start, left(query, 120) FROM pg_stat_activity"
+        " WHERE application_name = %s AND state LIKE 'idle in transaction%%'",
+        (_APP + victim.name,),
+    )
     woke = time.time()
     offset = run.pg.log.stat().st_size
     victim.resume()
@@ -720,6 +727,7 @@ async def _pause(run: _Run, k: int, pauses: int, lease: float, log: Callable[[st
         "matches_owned": len(owned),
         "taken_over": len(taken),
         "moved_after_s": round(moved_at - fault.start, 2) if moved_at else None,
+        "open_transactions": len(held or []),
         "attempts_logged": len(attempts),
         "attempts_failed": sum(a.failed for a in attempts),
         "stray_rows": len(mine),
@@ -728,7 +736,11 @@ async def _pause(run: _Run, k: int, pauses: int, lease: float, log: Callable[[st
     }
     problems = []
     if owned and moved_at is None:
-        problems.append(f"the matches of {victim.name} were not taken over in 60 s")
+        open_tx = "; ".join(f"pid {r[0]}, open {r[1]}: {r[2]}" for r in held or [])
+        problems.append(
+            f"the matches of {victim.name} were not taken over in 60 s (its transactions"
+            f" left open: {open_tx or 'none'})"
+        )
     if mine:
         kinds = Counter(f"{s.op} {s.table}" for s in mine)
         problems.append(
