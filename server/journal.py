@@ -332,6 +332,7 @@ class Journal:
             store.on_match_end(direct.ended)
         self._queue: list[_Held] = []
         self._wake = trio.Event()
+        self._writing = False  #: a batch is being written (what comes now waits behind it)
         self._compact = trio.Event()
         self._since = 0  #: rows written since the last compaction was asked for
         self.batches = 0  #: transactions written
@@ -367,15 +368,17 @@ class Journal:
 
     def after(self, release: Callable[[], None]) -> None:
         """Call ``release`` once every row queued so far is stored (at once if none is)."""
-        if not self._queue:
+        if not self._queue and not self._writing:
             release()
             return
+        # Behind the batch being written too (it may wait a long time for a store that blinks).
         self._queue.append(_Held(None, release, None))
+        self._wake.set()
 
     @property
     def idle(self) -> bool:
         """Whether nothing is waiting to be written."""
-        return not self._queue
+        return not self._queue and not self._writing
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Write batches until cancelled; what is queued when cancelled is written first.
@@ -465,6 +468,13 @@ class Journal:
         batch, self._queue = self._queue, []
         if not batch:
             return
+        self._writing = True
+        try:
+            await self._flush_batch(batch)
+        finally:
+            self._writing = False
+
+    async def _flush_batch(self, batch: list[_Held]) -> None:
         backoff = 0.05
         while True:
             rows = [h.row for h in batch if h.row is not None]

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from helpers import SMALL, Bot, connect, pair, play_both, play_some, start_server
+from helpers import SMALL, Bot, connect, pair, play_both, start_server
 from seabattle.protocol import messages as m
 from seabattle.protocol.record import load_record, verify_record
 from seabattle.server.journal import DirectWriter, Journal, Row, entry
@@ -179,11 +179,11 @@ async def test_a_match_stands_still_while_its_moves_cannot_be_stored(
     # The disk fills up for two minutes, longer than the shot clock (10 s) and the answer clock
     # (60 s): the match stands still, its clocks with it, and goes on when space is back; nobody
     # is told "aborted", nobody loses on time, and the record holds every verdict told.
-    full = False
+    disk = {"full": False}
     write = FileLog.write
 
     def filling(self: FileLog, rows: Sequence[Row]) -> bool:
-        if full:
+        if disk["full"]:
             raise OSError(errno.ENOSPC, "No space left on device")
         return write(self, rows)
 
@@ -191,13 +191,20 @@ async def test_a_match_stands_still_while_its_moves_cannot_be_stored(
     addr, _ = await start_server(nursery, tmp_path)
     rules = {**SMALL, "clocks": {"shot": 10}}
     a, b, mid = await pair(addr, nursery, rules, "blind")
-    ba, bb = _Watching(a, "blind", 1), _Watching(b, "blind", 2)
-    await play_some(ba, bb, 2)
-    full = True
+    # The disk fills up the moment the first player has been told its second verdict, in the
+    # middle of play: the player to move fires into a server that cannot store it.
+    filled = trio.Event()
+
+    def fill() -> None:
+        disk["full"] = True
+        filled.set()
+
+    ba, bb = _Watching(a, "blind", 1, after=2, then=fill), _Watching(b, "blind", 2)
     async with trio.open_nursery() as n:
         n.start_soon(play_both, ba, bb)
+        await filled.wait()
         await trio.sleep(120)
-        full = False
+        disk["full"] = False
     assert ba.result is not None and bb.result is not None
     assert not [e for e in ba.errors + bb.errors if "aborted" in e.msg]
     reasons = [o["reason"] for o in ba.outcomes]
@@ -211,13 +218,27 @@ async def test_a_match_stands_still_while_its_moves_cannot_be_stored(
 
 
 class _Watching(Bot):
-    """A bot that remembers the shots it saw lost (their clock ran out)."""
+    """A bot that remembers the shots it saw lost (their clock ran out), and calls ``then`` once
+    it has been told ``after`` verdicts."""
 
-    def __init__(self, c: Any, mode: str, seed: int = 0) -> None:
+    def __init__(
+        self,
+        c: Any,
+        mode: str,
+        seed: int = 0,
+        *,
+        after: int = 0,
+        then: Callable[[], None] | None = None,
+    ) -> None:
         super().__init__(c, mode, seed)
         self.lost: list[m.ShotLost] = []
+        self.verdicts, self.after, self.then = 0, after, then
 
     async def on(self, msg: Any) -> None:
         if isinstance(msg, m.ShotLost):
             self.lost.append(msg)
+        if isinstance(msg, m.VerdictMsg):
+            self.verdicts += 1
+            if self.verdicts == self.after and self.then is not None:
+                self.then()
         await super().on(msg)
