@@ -172,6 +172,12 @@ def _open_postgres(url: str, size: int, app: str = "seabattle") -> ConnectionPoo
         # libpq waits for an unreachable host forever by default.
         params.setdefault("connect_timeout", 10)
         params.setdefault("application_name", app)
+        # A node stopped (SIGSTOP, a VM paused) in the middle of a transaction would hold its row
+        # locks for as long as it is stopped, and the takeover that must fence it out would wait
+        # on them: the server ends such a session after 5 s idle in a transaction, and the
+        # stopped node finds its connection gone (a transient error) when it wakes.
+        idle = "-c idle_in_transaction_session_timeout=5000"
+        params["options"] = f"{params['options']} {idle}" if params.get("options") else idle
         conninfo = make_conninfo("", **params)
         # One connection first: it says clearly what is wrong, where a pool would only time out.
         with psycopg.connect(conninfo, autocommit=True) as conn:

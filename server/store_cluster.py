@@ -212,6 +212,9 @@ class ClusterStore(StoreBase):
         def run() -> list[tuple[str, list[MatchRow]]]:
             taken: list[tuple[str, list[MatchRow]]] = []
             with self._transaction() as cur:
+                if self._dialect.name == "postgresql":
+                    # A stopped node may hold locks on its matches; the next sweep tries again.
+                    self._exec(cur, "SET LOCAL lock_timeout = '5s'")
                 dead = self._exec(
                     cur,
                     "SELECT name FROM nodes WHERE lease_until < ? AND name <> ? ORDER BY name"
