@@ -195,6 +195,11 @@ def _open_postgres(url: str, size: int, app: str = "seabattle") -> ConnectionPoo
             # (retried by their callers) rather than as calls that hang for half a minute.
             check=ConnectionPool.check_connection,
             timeout=5.0,
+            # The pool's own reconnection backs off exponentially (1, 2, 4, 8, 16 s...), so
+            # after an outage of 15 s it would wait 16 s more; given up after 2 s, a connection
+            # is made again on demand instead, when a call needs one (the journal asks every
+            # second at most while it waits), and service is back as soon as the server is.
+            reconnect_timeout=2.0,
         )
         try:
             pool.open(wait=True, timeout=30)
