@@ -623,6 +623,7 @@ async def failover_run(
             decided[mid] = why
             log(f"match {mid[:12]}: decided by a kill ({', '.join(why)})")
     waits = run.back
+    seated = [w for w in waits if not math.isinf(w)]
     by_reason: dict[str, int] = {}
     for why in decided.values():
         for r in why:
@@ -659,6 +660,8 @@ async def failover_run(
             "median": _seconds(median),
             "p99": _seconds(p99),
             "max": _seconds(max(waits)) if waits else None,
+            # Of those who did get back: how the return itself went, apart from the lost.
+            "p99_of_seated": _seconds(_rank(seated, 0.99)) if seated else None,
             "bar": bar,
             "not_back": run.not_back,
         },
