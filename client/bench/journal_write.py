@@ -6,7 +6,8 @@ Theory of operation. The journal stores every accepted input before anything it 
 has two ways from the event loop: the append-only file of a server alone on its SQLite database
 (``journal_file.FileLog``: one ``write``) and a SQLite connection of its own
 (``journal.DirectWriter``: one commit in WAL mode, ``synchronous=NORMAL``), used by the nodes of a
-cluster. This writes ``--rows`` one-row batches each way into a fresh folder, back to back
+cluster (``SQLite, fenced``: as a node writes it, in a transaction that first checks that the
+node still referees the match). This writes ``--rows`` one-row batches each way into a fresh folder, back to back
 (``--gap 0``: bot speed, everything hot) and ``--gap`` seconds apart (human pace: code and data
 go cold between inputs, which is what a human-paced server pays), and prints the median and p90
 per batch next to the baseline measured in the same run: a bare ``os.write`` of the same bytes.
@@ -38,13 +39,20 @@ def _ways(folder: Path) -> tuple[dict[str, Callable[[int], object]], Callable[[]
     """Each way to store one row, by name, and what closes them all."""
     from seabattle.server.journal import DirectWriter
     from seabattle.server.journal_file import SUFFIX, FileLog
-    from seabattle.server.store import Store
+    from seabattle.server.store import Fence, Store
 
     db = folder / "bench.sqlite"
+    fenced = "f" * 32
 
     async def create() -> None:
-        async with Store.open(db):  # the server's own schema and settings
-            pass
+        async with Store.open(db) as store:  # the server's own schema and settings
+            # A running match of node n0, for the fenced way (a node of a cluster checks that
+            # it still referees the match in the transaction that writes its rows).
+            for p in ("a", "b"):
+                await store.upsert_player(p * 64, p, 0)
+            await store.create_match(
+                fenced, b"", "blind", "a" * 64, "b" * 64, 0, status="playing", node="n0"
+            )
 
     trio.run(create)
     log = FileLog(str(db) + SUFFIX)
@@ -61,6 +69,9 @@ def _ways(folder: Path) -> tuple[dict[str, Callable[[int], object]], Callable[[]
         "os.write (baseline)": lambda n: os.write(bare, _ENTRY + n.to_bytes(4, "little")),
         "journal file": lambda n: log.write([(mid, n, _ENTRY)]),
         "SQLite commit": lambda n: direct.write([(mid, n, _ENTRY)]),
+        "SQLite, fenced": lambda n: direct.write_fenced(
+            [(fenced, n, _ENTRY)], {fenced: Fence("n0", 0)}
+        ),
     }
     return ways, close
 
