@@ -7,9 +7,10 @@ has two ways from the event loop: the append-only file of a server alone on its 
 (``journal_file.FileLog``: one ``write``) and a SQLite connection of its own
 (``journal.DirectWriter``: one commit in WAL mode, ``synchronous=NORMAL``), used by the nodes of a
 cluster (``SQLite, fenced``: as a node writes it, in a transaction that first checks that the
-node still referees the match). This writes ``--rows`` one-row batches each way into a fresh folder, back to back
-(``--gap 0``: bot speed, everything hot) and ``--gap`` seconds apart (human pace: code and data
-go cold between inputs, which is what a human-paced server pays), and prints the median and p90
+node still referees the match). This writes ``--rows`` one-row batches each way into a fresh
+folder, back to back (``--gap 0``: bot speed, everything hot) and ``--gap`` seconds apart (human
+pace: code and data go cold between inputs, which is what a human-paced server pays), and prints
+the median and p90
 per batch next to the baseline measured in the same run: a bare ``os.write`` of the same bytes.
 """
 
