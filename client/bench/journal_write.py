@@ -10,8 +10,8 @@ cluster (``SQLite, fenced``: as a node writes it, in a transaction that first ch
 node still referees the match). This writes ``--rows`` one-row batches each way into a fresh
 folder, back to back (``--gap 0``: bot speed, everything hot) and ``--gap`` seconds apart (human
 pace: code and data go cold between inputs, which is what a human-paced server pays), and prints
-the median and p90
-per batch next to the baseline measured in the same run: a bare ``os.write`` of the same bytes.
+the median and p90 per batch next to the baseline measured in the same run: a bare ``os.write``
+of the same bytes.
 """
 
 from __future__ import annotations
