@@ -248,8 +248,9 @@ def _not_ready(lobby: Lobby) -> str | None:
     if lobby.cluster is not None and lobby.cluster.problem is not None:
         return lobby.cluster.problem
     journal = lobby.journal
-    if journal is not None and journal.stalled_since is not None:
-        return f"the store cannot take this server's writes ({journal.stall_error})"
+    waits = None if journal is None else journal.waiting(trio.current_time())
+    if waits is not None:
+        return f"the store cannot take this server's writes ({waits})"
     return None
 
 

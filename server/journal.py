@@ -333,6 +333,7 @@ class Journal:
         self._queue: list[_Held] = []
         self._wake = trio.Event()
         self._writing = False  #: a batch is being written (what comes now waits behind it)
+        self._writing_since = 0.0  #: trio time the batch being written was taken
         self._compact = trio.Event()
         self._since = 0  #: rows written since the last compaction was asked for
         self.batches = 0  #: transactions written
@@ -359,6 +360,15 @@ class Journal:
         otherwise the batch was refused as wrong (a store that is away is waited for)."""
         self._queue.append(_Held(row, release, failed, fence))
         self._wake.set()
+
+    def waiting(self, now: float) -> str | None:
+        """Why the journal cannot write now (trio time ``now``), or ``None``: it is stalled, or a
+        batch has waited for the store over half a second."""
+        if self.stalled_since is not None:
+            return self.stall_error
+        if self._writing and now - self._writing_since > 0.5:
+            return f"a batch has waited {now - self._writing_since:.1f} s for the store"
+        return None
 
     def frozen(self, now: float) -> float:
         """The time that matches read at trio time ``now``: while the journal is stalled, the
@@ -469,6 +479,7 @@ class Journal:
         if not batch:
             return
         self._writing = True
+        self._writing_since = trio.current_time()
         try:
             await self._flush_batch(batch)
         finally:
