@@ -11,7 +11,8 @@ node still referees the match). This writes ``--rows`` one-row batches each way 
 folder, back to back (``--gap 0``: bot speed, everything hot) and ``--gap`` seconds apart (human
 pace: code and data go cold between inputs, which is what a human-paced server pays), and prints
 the median and p90 per batch next to the baseline measured in the same run: a bare ``os.write``
-of the same bytes.
+of the same bytes. ``--db URL`` adds the store's way on that database (a worker thread and one
+transaction, as a node on PostgreSQL writes), plain and fenced, timed against each other.
 """
 
 from __future__ import annotations
@@ -77,6 +78,61 @@ def _ways(folder: Path) -> tuple[dict[str, Callable[[int], object]], Callable[[]
     return ways, close
 
 
+def measure_store(db: str, rows: int, gaps: list[float]) -> list[dict[str, Any]]:
+    """Microseconds per one-row batch the store's way (a worker thread, one transaction: what a
+    node on PostgreSQL pays), plain and fenced, interleaved, on the database ``db``."""
+    from seabattle.server.store import Fence, Store
+
+    out: list[dict[str, Any]] = []
+
+    async def run() -> None:
+        async with Store.open(db) as store:
+            tag = os.urandom(4).hex()
+            ids = {way: f"{tag}{i:024x}" for i, way in enumerate(("store", "store, fenced"))}
+            for p in ("a", "b"):
+                await store.upsert_player(tag * 7 + p * 8, p, 0)
+            for mid in ids.values():
+                await store.create_match(
+                    mid,
+                    b"",
+                    "blind",
+                    tag * 7 + "a" * 8,
+                    tag * 7 + "b" * 8,
+                    0,
+                    status="playing",
+                    node="n0",
+                )
+            fence = {ids["store, fenced"]: Fence("n0", 0)}
+            n = 0
+            for gap in gaps:
+                took: dict[str, list[float]] = {way: [] for way in ids}
+                for _ in range(rows):
+                    n += 1
+                    for way, mid in ids.items():
+                        if gap:
+                            await trio.sleep(gap)
+                        t = time.perf_counter_ns()
+                        await store.append_journal(
+                            [(mid, n, _ENTRY)], fence if "," in way else None
+                        )
+                        took[way].append((time.perf_counter_ns() - t) / 1000)
+                for way, us in took.items():
+                    us.sort()
+                    out.append(
+                        {
+                            "gap_s": gap,
+                            "way": way,
+                            "median_us": statistics.median(us),
+                            "p90_us": us[int(0.9 * (len(us) - 1))],
+                        }
+                    )
+            for mid in ids.values():
+                await store.finish_match(mid, {}, 0)
+
+    trio.run(run)
+    return out
+
+
 def measure(rows: int, gaps: list[float]) -> dict[str, Any]:
     """Microseconds per one-row batch (median, p90), each way, for each gap between batches."""
     out: dict[str, Any] = {"machine": machine(), "rows": rows, "runs": []}
@@ -111,10 +167,17 @@ def measure(rows: int, gaps: list[float]) -> dict[str, Any]:
 @click.command()
 @click.option("--rows", default=400, show_default=True, help="One-row batches each way, per gap.")
 @gap_option((0.0, 0.005), "batch")
+@click.option(
+    "--db",
+    default=None,
+    help="Also time the store's way (plain and fenced) on this database (a PostgreSQL URL).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
-def main(rows: int, gaps: tuple[float, ...], as_json: bool) -> None:
+def main(rows: int, gaps: tuple[float, ...], db: str | None, as_json: bool) -> None:
     """Time one journal batch each way the server stores it, against a bare write."""
     report = measure(rows, list(gaps))
+    if db is not None:
+        report["runs"] += measure_store(db, rows, list(gaps))
     if as_json:
         click.echo(json.dumps(report))
         return
