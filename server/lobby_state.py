@@ -336,10 +336,19 @@ class LobbyState:
                 # The store may blink while a failover takes matches up: they are this node's
                 # already, and are waited for rather than aborted or left behind.
                 entries = await stored(partial(self.store.journal, row.id), f"match {row.id}")
-                if not entries:
-                    raise ReplayError("nothing was journaled")
-                lot, public, team_ids = started(entries[0])
                 rules = rules_from_dict(msgpack.unpackb(row.rules, raw=False))
+                lot: bytes | None = None
+                team_ids: list[list[str]] | None = None
+                if entries:
+                    lot, public, team_ids = started(entries[0])
+                elif rules.team_size > 1:
+                    raise ReplayError("nothing was journaled, not even who plays in the teams")
+                else:
+                    # Stored as playing, but its node went before the match's start was
+                    # journaled: nobody was told more of it than its id (its start is sent only
+                    # once stored), so it starts here afresh, with lots of its own.
+                    public = row.public
+                    log.info("nothing was journaled: the match starts afresh")
                 if row.seat1 is None:
                     raise ReplayError("the match has one seat")
                 members = [[row.seat0], [row.seat1]] if team_ids is None else team_ids
@@ -361,7 +370,8 @@ class LobbyState:
                     teams=None if team_ids is None else teams,
                     fence=row.fence if row.node is not None else None,
                 )
-                ref.replay(entries)
+                if entries:
+                    ref.replay(entries)
             except Exception as e:  # a corrupted journal must not stop the server
                 said = isinstance(e, ReplayError | JournalGap)
                 reason = str(e) if said else f"{type(e).__name__}: {e}"

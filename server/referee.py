@@ -324,6 +324,10 @@ class Referee:
             # Its journal is done with: a row now would follow a hole, or go to a match that is
             # another node's. Nothing it causes is sent.
             pass
+        elif self.over:
+            # Over (a player leaving after the end): nothing to journal, the record has it all.
+            if sends:
+                journal.after(partial(self._write, sends, urgent, sender))
         elif what is not None:
             assert self._clock is not None
             n, self._jn = self._jn, self._jn + 1

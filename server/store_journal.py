@@ -36,6 +36,11 @@ COMPACT_CHUNK = 2048
 """Rows of ``journal_log`` moved per transaction: a few milliseconds of holding the write lock."""
 
 
+_ROWS_A_STATEMENT = 256
+"""Journal rows stored by one ``INSERT`` (three parameters a row: far below either engine's
+bound)."""
+
+
 class JournalGap(Exception):
     """A running match's journal misses an entry (a journal file lost it): it cannot be replayed."""
 
@@ -84,12 +89,17 @@ class JournalStore(StoreBase):
                         lambda q, p: self._exec(cur, q + " ORDER BY id" + share, p), fences
                     )
                 keep = rows if not fenced else [r for r in rows if r[0] not in fenced]
-                if keep:
-                    cur.executemany(
-                        self._dialect.sql(
-                            f"INSERT INTO {table} (match_id, n, entry) VALUES (?, ?, ?)"
-                        ),
-                        keep,
+                # Statements of many rows, not executemany: psycopg pipelines that, and a node
+                # stopped (SIGSTOP) in the middle of a pipeline leaves its session neither idle
+                # nor done, holding its locks past idle_in_transaction_session_timeout for as
+                # long as it is stopped, and the takeover that must fence it waits on them.
+                for at in range(0, len(keep), _ROWS_A_STATEMENT):
+                    chunk = keep[at : at + _ROWS_A_STATEMENT]
+                    marks = ", ".join(["(?, ?, ?)"] * len(chunk))
+                    self._exec(
+                        cur,
+                        f"INSERT INTO {table} (match_id, n, entry) VALUES {marks}",
+                        [v for row in chunk for v in row],
                     )
             return fenced
 

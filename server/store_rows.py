@@ -60,6 +60,7 @@ class MatchRow:
     finished: int | None
     node: str | None = None  #: the node that referees it (or hosts it while it is open)
     epoch: int = 0  #: its ownership epoch (:class:`Fence`)
+    public: bool = True  #: listed, and open to spectators
 
     @property
     def fence(self) -> Fence:
@@ -90,7 +91,10 @@ class RecordRow:
 
 
 _PLAYER_COLS = "id, name, created, rating, rd, vol, games, wins, losses, draws"
-_MATCH_COLS = "id, rules, mode, seat0, seat1, status, result, created, finished, node, epoch"
+_MATCH_COLS = (
+    "id, rules, mode, seat0, seat1, status, result, created, finished, node, epoch,"
+    " COALESCE(public, 1)"
+)
 _RECORD_COLS = "match_id, game, record, signature, created"
 _HISTORY_COLS = (
     "a_id, b_id, score_a, a_old_rating, a_old_rd, a_old_vol, a_new_rating, a_new_rd, a_new_vol, "
@@ -106,10 +110,21 @@ def _player(row: Sequence[Any]) -> PlayerRow:
 
 
 def _match(row: Sequence[Any]) -> MatchRow:
-    mid, rules, mode, seat0, seat1, status, result, created, finished, node, epoch = row
+    mid, rules, mode, seat0, seat1, status, result, created, finished, node, epoch, public = row
     parsed = None if result is None else json.loads(result)
     return MatchRow(
-        mid, bytes(rules), mode, seat0, seat1, status, parsed, created, finished, node, int(epoch)
+        mid,
+        bytes(rules),
+        mode,
+        seat0,
+        seat1,
+        status,
+        parsed,
+        created,
+        finished,
+        node,
+        int(epoch),
+        bool(public),
     )
 
 
