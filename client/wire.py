@@ -27,6 +27,7 @@ from seabattle.protocol.session import SUPPORTED_VERSIONS, Connection, Role, aut
 __all__ = [
     "AGENT",
     "ConnectionClosed",
+    "ConnectionLost",
     "RequestFailed",
     "Wire",
     "client_handshake",
@@ -45,6 +46,12 @@ AGENT = "seabattle-client/0.1"
 
 class ConnectionClosed(Exception):
     """The server closed the connection (or it broke) while something was waiting on it."""
+
+
+class ConnectionLost(ConnectionClosed):
+    """The client gave up getting back in: the connection dropped and no server took it back
+    within ``reconnect_for`` (or reconnecting was off). Every match of the client has ended
+    for it (their event streams end); a move or request made after this raises it."""
 
 
 class RequestFailed(Exception):
@@ -94,6 +101,14 @@ def public_key(key: Ed25519PrivateKey) -> bytes:
 # ================================================================================================
 
 
+def _now() -> float:
+    """trio's clock, or 0 outside ``trio.run`` (a wire may be made before the loop runs)."""
+    try:
+        return trio.current_time()
+    except RuntimeError:
+        return 0.0
+
+
 class Wire:
     """One framed message stream over a :class:`~seabattle.protocol.session.Connection`:
     serialised sends, one receiver.
@@ -136,6 +151,9 @@ class Wire:
         self._lock = trio.Lock()
         self._eof = False
         self.closed = False
+        #: ``trio.current_time()`` when the last bytes arrived (or the wire was made): what a
+        #: silence timeout (spec 4.6) measures from
+        self.last_recv = _now()
 
     def _connection(self, role: Role) -> Connection:
         max_frame, max_recv, max_send = self._limits
@@ -196,6 +214,7 @@ class Wire:
                 data = await self.stream.receive_some(65536)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 data = b""
+            self.last_recv = trio.current_time()
             try:
                 if not data:
                     self._eof = self.closed = True
@@ -238,6 +257,13 @@ class Wire:
         """Close the stream (idempotent)."""
         self.closed = True
         await self.stream.aclose()
+
+    async def abort(self) -> None:
+        """Close the stream at once, without a graceful TLS close: for a peer that no longer
+        answers, whose ``close_notify`` would never be read. A task blocked in :meth:`recv`
+        then sees the end of the stream, one blocked in :meth:`send` :class:`ConnectionClosed`."""
+        self.closed = True
+        await trio.aclose_forcefully(self.stream)
 
 
 async def client_handshake(
