@@ -19,7 +19,7 @@ import os
 import random
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -84,6 +84,38 @@ _BACKOFF = 0.05
 _MAX_BACKOFF = 2.0
 
 
+@dataclass(slots=True)
+class _Move:
+    """A ``fire`` or ``radar`` of ours not yet known to be applied (spec 4.7: after a resume it
+    MAY go again with its ``seq``)."""
+
+    msg: m.Fire | m.Radar
+    #: the :attr:`Client.epoch` of the connection it went out on (``None``: not sent yet)
+    epoch: int | None
+    #: shots of its game with a verdict when it was made: a snapshot that counts more has seen
+    #: it applied (and answered), one that counts as many and gives us the turn has not
+    shots: int
+
+
+@dataclass(slots=True)
+class _Shown:
+    """What we were shown of one game, to hold the record's transcript to (spec 5.5)."""
+
+    #: the mirror that followed the game (``None``: it stopped on a lie, or we missed the game)
+    game: Game | None
+    #: what ``game_over`` announced (``None``: the game ended while we were away)
+    outcome: dict[str, Any] | None
+    roots: dict[int, bytes] = field(default_factory=dict)  # ``committed`` roots, in order
+    #: (entries the mirror held, the snapshot's view) at each resume the mirror followed across:
+    #: there the record may hold entries we were away for, if the snapshot agrees with them
+    gaps: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    #: the mirror stopped at a resume (out of step with the snapshot): the record must hold the
+    #: first ``cut`` of its entries, and what follows is the replay's to check
+    cut: int | None = None
+    #: whether the order of the commitments is known (``committed`` seen for all but the last)
+    ordered: bool = True
+
+
 def _cells(texts: Sequence[str], rules: RuleSet) -> tuple[Cell, ...]:
     return tuple(parse_cell(t, rules.rows, rules.cols) for t in texts)
 
@@ -137,8 +169,19 @@ class MatchHandle:
         self.disputed: str | None = None
         #: Each game's mirror once the game ended (``None``: it missed part of the game), and the
         #: outcome ``game_over`` announced: what the record ``match_over`` carries must hold
-        self._seen: dict[int, tuple[Game | None, dict[str, Any], dict[int, bytes]]] = {}
+        self._seen: dict[int, _Shown] = {}
         self._roots: dict[int, bytes] = {}  # the current game's ``committed`` roots, by seat
+        #: The current game across resumes: the gaps the mirror followed across, the mirror
+        #: that stopped at one (and how many of its entries the record must hold), and whether
+        #: the order of the commitments is known
+        self._gaps: list[tuple[int, dict[str, Any]]] = []
+        self._partial: tuple[Game, int] | None = None
+        self._ordered = True
+        #: shots of the current game with a verdict, as far as we know (the snapshot's ``shots``)
+        self._answered = 0
+        #: the mirror's length right after it took our own answer as sent (``lean``), which the
+        #: referee may not have received when the connection dropped
+        self._own_answer_at: int | None = None
         #: Test hook: alter the verdict we send (a scripted liar). Blind mode only.
         self.tamper: Tamper | None = None
         self._started = trio.Event()
@@ -150,7 +193,9 @@ class MatchHandle:
         #: Game messages that carry no ``ref`` (placement, answers, reveal, resignation), sent but
         #: not yet acknowledged: what a ``RATE_LIMITED`` refusal without a ``ref`` may have dropped.
         self._unacked: list[m.Message] = []
-        self._moves_sent: dict[int, m.Message] = {}  # seq -> fire/radar, to resend the same seq
+        #: id() of an unacknowledged message -> the epoch of the connection that carried it
+        self._carried: dict[int, int] = {}
+        self._moves_sent: dict[int, _Move] = {}  # seq -> fire/radar, to resend the same seq
         #: (game, n) of the last verdict of ours applied as sent (``lean``), not to apply twice
         self._applied: tuple[int, int] | None = None
         self._backoff = _BACKOFF
@@ -215,11 +260,14 @@ class MatchHandle:
         self.awaiting_commit = True
         if self.mode == "custody":
             await self._send_unacked(
-                m.Place(self.id, game, tuple(fleet.to_list()), secret, self._seat_sig())
+                m.Place(self.id, game, tuple(fleet.to_list()), secret, self._seat_sig()),
+                wait=True,
             )
         else:
             commitment = self.committed.commitment.to_dict()
-            await self._send_unacked(m.Commit(self.id, game, commitment, self._seat_sig()))
+            await self._send_unacked(
+                m.Commit(self.id, game, commitment, self._seat_sig()), wait=True
+            )
         return fleet
 
     def _seat_sig(self) -> bytes:
@@ -229,7 +277,14 @@ class MatchHandle:
         return sign_seat(self.client.key, self.committed.ctx, self.committed.root)
 
     async def fire(self, cells: str | Cell | Sequence[str | Cell]) -> None:
-        """Call one cell (``"E5"``) or a salvo (a list); the answer comes as events."""
+        """Call one cell (``"E5"``) or a salvo (a list); the answer comes as events.
+
+        During a reconnect it waits for the new connection instead of failing, and the shot goes
+        out then if the match's snapshot says it is still wanted (our turn, not yet applied);
+        otherwise the events say what happened meanwhile. Raises
+        :class:`~.wire.ConnectionLost` once the client gave up getting back in. The same holds
+        for :meth:`radar`, :meth:`place` and :meth:`resign`.
+        """
         seq = self.client._move_seq(self)
         await self._send_move(seq, m.Fire(self.id, self.game_no, _labels(cells), self._me(), seq))
 
@@ -246,7 +301,7 @@ class MatchHandle:
 
     async def resign(self) -> None:
         """Give up the current game."""
-        await self._send_unacked(m.Resign(self.id, self.game_no))
+        await self._send_unacked(m.Resign(self.id, self.game_no), wait=True)
 
     async def events(self) -> AsyncIterator[MatchEvent]:
         """The match's events, in order, until :class:`MatchEnded` (or the connection ends)."""
@@ -257,16 +312,33 @@ class MatchHandle:
 
     # -- sending, and sending again what a rate limit dropped ------------------------------------
 
-    async def _send_move(self, seq: int, msg: m.Message) -> None:
-        self._moves_sent[seq] = msg
-        await self.client.wire.send(msg)
+    async def _send_move(self, seq: int, msg: m.Fire | m.Radar) -> None:
+        move = self._moves_sent[seq] = _Move(msg, None, self._answered)
+        move.epoch = await self.client._deliver(msg, wait=True)
 
-    async def _send_unacked(self, msg: m.Message) -> None:
+    async def _send_unacked(self, msg: m.Message, *, wait: bool = False) -> None:
+        """Send ``msg`` and keep it until acknowledged. ``wait``: the script's own (see
+        :meth:`fire`); the reader's sends fail at once on a dropped connection, since the reader
+        is the task that gets back in, and the snapshot then says what is owed."""
         self._unacked.append(msg)
-        await self.client.wire.send(msg)
+        self._carried.pop(id(msg), None)
+        epoch = await self.client._deliver(msg, wait=wait)
+        if epoch is not None:
+            self._carried[id(msg)] = epoch
+
+    def _uncarried(self) -> list[m.Message]:
+        """The unacknowledged messages the current connection has not carried."""
+        epoch = self.client.epoch
+        return [u for u in self._unacked if self._carried.get(id(u)) != epoch]
+
+    def _clear_unacked(self) -> None:
+        self._unacked.clear()
+        self._carried.clear()
 
     def _ack(self, kind: type[m.Message]) -> None:
         self._unacked = [u for u in self._unacked if not isinstance(u, kind)]
+        kept = {id(u) for u in self._unacked}
+        self._carried = {k: e for k, e in self._carried.items() if k in kept}
         self._backoff = _BACKOFF
 
     def _rate_limited(self, seq: int | None) -> None:
@@ -284,7 +356,8 @@ class MatchHandle:
             if self._done or self.game_no != game:
                 return
             if seq is not None:
-                msgs = [self._moves_sent[seq]] if seq in self._moves_sent else []
+                move = self._moves_sent.get(seq)
+                msgs: list[m.Message] = [move.msg] if move is not None else []
             else:
                 msgs = list(self._unacked)
             with suppress(ConnectionClosed):
@@ -344,9 +417,7 @@ class MatchHandle:
             self.defender = None
             self.clock = None
             self.awaiting_commit = False
-            self._unacked.clear()
-            self._moves_sent.clear()
-            self._roots = {}
+            self._new_game()
             ev = self._game_event
             self._game_event = trio.Event()
             ev.set()
@@ -390,7 +461,7 @@ class MatchHandle:
         elif isinstance(msg, m.Snapshot) and msg.seat == self.seat:
             await self._on_snapshot(dict(msg.view))
         elif isinstance(msg, m.GameOver):
-            self._unacked.clear()
+            self._clear_unacked()
             w = msg.outcome.get("winner")
             reason = msg.outcome.get("reason")
             mo = self.mirror.outcome if self.mirror is not None else None
@@ -403,7 +474,7 @@ class MatchHandle:
                     detail = f"referee: {reason}: {msg.outcome.get('detail', '')}"
                     self._emit(LieDetected(msg.game, 1 - w, detail, "referee"))
             self.clock = None
-            self._seen[msg.game] = (self.mirror, dict(msg.outcome), dict(self._roots))
+            self._seen[msg.game] = self._shown(msg.game, dict(msg.outcome))
             fleet = self.committed.fleet if self.committed is not None else None
             won = None if w is None else w == self.seat
             self._emit(GameEnded(msg.game, dict(msg.outcome), won, self.mirror, fleet))
@@ -451,6 +522,70 @@ class MatchHandle:
                 self._ack(m.Place)
             self._emit(Info(msg))
 
+    def _new_game(self) -> None:
+        """Forget what belonged to the game before (a new one began)."""
+        self._clear_unacked()
+        self._moves_sent.clear()
+        self._roots = {}
+        self._gaps = []
+        self._partial = None
+        self._ordered = True
+        self._answered = 0
+        self._own_answer_at = None
+
+    def _shown(self, game: int, outcome: dict[str, Any] | None) -> _Shown:
+        """What we were shown of the current game, numbered ``game``, now that it ended."""
+        shown = _Shown(self.mirror, outcome, dict(self._roots), list(self._gaps))
+        shown.ordered = self._ordered
+        if self.mirror is None and self._partial is not None:
+            shown.game, shown.cut = self._partial
+        return shown
+
+    def _missed_until(self, game: int) -> None:
+        """The snapshot shows game ``game`` while we were in an earlier one: that one ended while
+        we were away, and so did any between (we saw neither end)."""
+        if self.game_no and self.game_no not in self._seen:
+            self._stop_mirror()
+            self._seen[self.game_no] = self._shown(self.game_no, None)
+        for n in range(self.game_no + 1, game):
+            self._seen.setdefault(n, _Shown(None, None))
+
+    def _stop_mirror(self) -> None:
+        """The mirror cannot follow the game across a gap: keep what it was shown (the record
+        must hold it) and stop checking live; the rest is checked on the record's replay."""
+        g = self.mirror
+        if g is None:
+            return
+        cut = len(_entries(g.transcript))
+        if self._own_answer_at is not None and self._own_answer_at == len(g.transcript):
+            cut -= 1  # our answer, taken as sent: the drop may have lost it before the referee
+        self._partial, self.mirror = (g, cut), None
+
+    def _follow_gap(self, view: dict[str, Any]) -> None:
+        """A resume into the same game: keep the mirror only if it is in step with the snapshot
+        (what changed while we were away is in the view, not in events)."""
+        g = self.mirror
+        if g is None:
+            return
+        phase = view.get("phase")
+        if phase == "setup" and g.phase is Phase.SETUP:
+            # The mirror takes both commitments at ``firing``; what it missed here is who
+            # committed (``committed``), which the view's roots tell.
+            roots = view.get("roots") or (None, None)
+            missed = {
+                s: r
+                for s, r in enumerate(roots[:2])
+                if s not in self._roots and isinstance(r, bytes)
+            }
+            if len(missed) == 2:
+                self._ordered = False  # both came while we were away: in which order is unknown
+            # After every root we did see: ``committed`` comes in the order of acceptance.
+            self._roots.update(missed)
+        elif _agrees(g.view(), view):
+            self._gaps.append((len(_entries(g.transcript)), view))
+        else:
+            self._stop_mirror()
+
     async def _on_snapshot(self, view: dict[str, Any]) -> None:
         """Back in the match after a reconnect (spec 4.7): pick up from the server's view.
 
@@ -462,29 +597,44 @@ class MatchHandle:
         assert self.rules is not None and self.seat is not None
         me, game, phase = self.seat, view.get("game"), view.get("phase")
         if not isinstance(game, int):
-            self._emit(Resumed(None, view, all(s[0] is not None for s in self._seen.values())))
+            checked = all(s.game is not None and s.cut is None for s in self._seen.values())
+            self._emit(Resumed(None, view, checked))
             return
-        g = self.mirror
         if game != self.game_no:
             # Games began (and maybe ended) while we were away: this one is new to us.
+            self._missed_until(game)
             self.game_no, self.first = game, view.get("first")
             self.committed = self.defender = None
-            self._unacked.clear()
-            self._moves_sent.clear()
-            self._roots = {}
+            self._new_game()
             ev, self._game_event = self._game_event, trio.Event()
             ev.set()
             fresh = phase == "setup" and not any(view.get("committed", ()))
             self.mirror = Game(self.rules, self.id, game) if fresh else None
             self._emit(GameStarted(game, self.first))
-        elif g is not None and (g.phase.value != phase or len(g.shots) != view.get("shots")):
-            self.mirror = None  # out of step: the gap's proofs are checked on the record
+        else:
+            self._follow_gap(view)
+        if isinstance(view.get("shots"), int):
+            self._answered = view["shots"]
         self._emit(Resumed(game, view, self.mirror is not None))
+        if phase == "over" and game not in self._seen:
+            # It ended while we were away, and no ``game_over`` will come for it.
+            self._stop_mirror()
+            outcome = view.get("outcome")
+            self._seen[game] = self._shown(game, outcome if isinstance(outcome, dict) else None)
+            if isinstance(outcome, dict):
+                w = outcome.get("winner")
+                fleet = self.committed.fleet if self.committed is not None else None
+                self._emit(GameEnded(game, outcome, None if w is None else w == me, None, fleet))
         committed = view.get("committed") or (False, False)
+        owed: list[m.Message] = []
         if phase == "setup" and not committed[me] and self.placed_game == game:
-            with suppress(ConnectionClosed):  # our placement was lost with the connection
-                for u in list(self._unacked):
-                    await self.client.wire.send(u)
+            owed += [u for u in self._uncarried() if isinstance(u, m.Place | m.Commit)]
+        if phase != "over":
+            owed += [u for u in self._uncarried() if isinstance(u, m.Resign) and u.game == game]
+        for u in owed:  # lost with the connection, or made while it was down
+            with suppress(ConnectionClosed):
+                await self.client.wire.send(u)
+                self._carried[id(u)] = self.client.epoch
         pending = view.get("pending")
         blind = self.mode != "custody"
         if phase == "answer" and isinstance(pending, dict) and pending.get("seat") != me:
@@ -496,7 +646,28 @@ class MatchHandle:
             await self._send_unacked(m.RevealMsg(self.id, game, self.committed.reveal().to_dict()))
         elif phase == "firing" and view.get("turn") == me:
             callers = view.get("callers") or (0, 0)
-            self._maybe_turn(me, named=self.team_play and callers[me] == self.member)
+            named = self.team_play and callers[me] == self.member
+            if not await self._send_owed_move(game, view.get("shots")):
+                self._maybe_turn(me, named=named)
+            return
+        self._moves_sent.clear()  # not our turn: the move we made was applied, or is moot
+
+    async def _send_owed_move(self, game: int, shots: Any) -> bool:
+        """Our turn after a resume: send again the move we made for it that the referee has not
+        applied (the snapshot counts no more shots than when we made it), with its ``seq`` (spec
+        4.7), unless this connection already carried it. ``True``: such a move is on its way,
+        so the turn needs no ``YourTurn`` (the script answered it already)."""
+        owed = [mv for mv in self._moves_sent.values() if mv.msg.game == game and mv.shots == shots]
+        if not owed:
+            self._moves_sent.clear()
+            return False
+        epoch = self.client.epoch
+        for mv in owed:
+            if mv.epoch != epoch:
+                mv.epoch = epoch
+                with suppress(ConnectionClosed):
+                    await self.client.wire.send(mv.msg)
+        return True
 
     def _check_record(self, msg: m.MatchOver) -> str | None:
         """What is wrong with the record ``msg`` asks us to co-sign (spec 5.5), or ``None``.
@@ -509,6 +680,11 @@ class MatchHandle:
         before our mirror did, and the outcome ``game_over`` announced. A game that ended in setup
         showed only the roots of its commitments (``committed``): its commit entries must be of
         those roots, in that order.
+
+        Where we were away (a reconnect, a failover) the record may hold entries we were never
+        shown, and they are no lie if the snapshot we got on resuming agrees with them: replayed
+        up to the resume, the record gives the snapshot's view (:func:`_held`). A game whose end
+        we missed is held to what we saw of it; the replay checks the rest.
         """
         try:
             rec = load_record(msg.record)
@@ -533,28 +709,18 @@ class MatchHandle:
         games = rec["games"]
         if len(games) != len(self._seen):
             return f"the record holds {len(games)} games, we played {len(self._seen)}"
-        for n, (mirror, outcome, roots) in sorted(self._seen.items()):
+        for n, shown in sorted(self._seen.items()):
             gd = games[n - 1]
-            if {k: gd["outcome"].get(k) for k in ("winner", "reason")} != {
+            outcome = shown.outcome
+            if outcome is not None and {k: gd["outcome"].get(k) for k in ("winner", "reason")} != {
                 k: outcome.get(k) for k in ("winner", "reason")
             }:
                 return f"game {n}: the record's outcome is not the one game_over announced"
-            if mirror is None:
-                continue  # a game we missed part of: the replay above is all there is to check
-            seen, got = _entries(mirror.transcript), _entries(gd["transcript"])
-            if got[: len(seen)] != seen:
-                return f"game {n}: the record's transcript is not the one we were shown"
-            rest = got[len(seen) :]
-            if mirror.phase is Phase.SETUP:
-                # The game ended before ``firing`` relayed the commitments: each commit entry must
-                # be of the root ``committed`` named, in the order those came.
-                left = _drop_commits(rest, roots, mirror)
-                if left is None:
-                    return f"game {n}: the record's commitments are not the ones announced"
-                rest = left
-            unseen = all(e["in"] in ("expire", "resign", "abandon") for e in rest)
-            if rest and (mirror.phase is Phase.OVER or len(rest) > 1 or not unseen):
-                return f"game {n}: the record holds entries we were never shown"
+            if shown.game is None:
+                continue  # a game we missed, or whose mirror stopped on a lie: the replay checks
+            problem = _held(gd, shown)
+            if problem is not None:
+                return f"game {n}: {problem}"
         return None
 
     async def _on_firing(self, msg: m.Firing) -> None:
@@ -634,7 +800,9 @@ class MatchHandle:
                 return
             if g.phase is Phase.OVER:
                 return  # it ended the game (a tampered proof): game_over says so
+            self._own_answer_at = len(g.transcript)
         self._applied = (game, shot.n)
+        self._answered = max(self._answered, shot.n)
         self._emit(IncomingShot(game, shot.n, shot.cells, shot.radar, verdict))
         self._maybe_turn(nxt)
 
@@ -642,12 +810,14 @@ class MatchHandle:
         assert self.rules is not None
         if msg.seat != self.seat:
             self._ack(m.Answer)  # the verdict relayed is ours: our answer arrived
+            self._answered = max(self._answered, msg.n)
             if (msg.game, msg.n) == self._applied:
                 # A copy of the verdict we gave and applied ourselves (lean: a session resumed
                 # while it was on its way): nothing new, and applying it twice would be refused.
                 return
         else:
             self._moves_sent.clear()  # our move applied: nothing of this turn to send again
+            self._answered = max(self._answered, msg.n)
             if self.clock is not None and self.clock.kind == "shot":
                 self.clock = None  # lean: no ``shot`` came to stop it
         cells = _cells(msg.cells, self.rules)
@@ -711,13 +881,124 @@ def _entries(transcript: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+#: What a snapshot's view and a game's own view must agree on for the game to be in step with it
+#: (``first``, ``roots`` and ``callers`` follow from these, or are the match's to say).
+_STEP_KEYS = ("phase", "turn", "shots", "expiries", "committed", "pending", "boards", "outcome")
+
+
+def _plain(v: Any) -> Any:
+    """``v`` with every tuple a list: a decoded view and a game's own view compare equal."""
+    if isinstance(v, list | tuple):
+        return [_plain(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    return v
+
+
+def _agrees(mine: dict[str, Any], theirs: dict[str, Any]) -> bool:
+    """Whether two views of one game (6.6) show the same state."""
+    return all(_plain(mine.get(k)) == _plain(theirs.get(k)) for k in _STEP_KEYS)
+
+
+def _unordered(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``entries`` with its leading commit entries in seat order: for a game whose commitments
+    both came while we were away, in an order we cannot know."""
+    k = 0
+    while k < len(entries) and entries[k].get("in") == "commit":
+        k += 1
+    return sorted(entries[:k], key=lambda e: repr(e.get("seat"))) + entries[k:]
+
+
+def _held(gd: dict[str, Any], shown: _Shown) -> str | None:
+    """What is wrong with the record's game ``gd`` against what we were shown of it, or
+    ``None`` (see :meth:`MatchHandle._check_record`).
+
+    Our mirror's entries come in pieces, split where we were away (``shown.gaps``). The first
+    piece must open the transcript. Each later piece must follow, after any entries that bring
+    the game (replayed from the record) to the view the snapshot of that resume showed: entries
+    the referee accepted while we were away, which that snapshot reflects. After the last piece,
+    at most the one entry that ends a game unseen (spec 5.5) may follow, unless the mirror
+    stopped at a resume (``cut``), where the replay alone checks the rest.
+    """
+    g = shown.game
+    assert g is not None
+    seen, got = _entries(g.transcript), _entries(gd["transcript"])
+    if shown.cut is not None:
+        seen = seen[: shown.cut]
+    if not shown.ordered:
+        seen, got = _unordered(seen), _unordered(got)
+    marks = [pos for pos, _ in shown.gaps] + [len(seen)]
+    at = marks[0]
+    if got[:at] != seen[:at]:
+        return "the record's transcript is not the one we were shown"
+    if shown.gaps:
+        replay = _Replay(g, gd)
+        for k, (pos, view) in enumerate(shown.gaps):
+            piece = seen[pos : marks[k + 1]]
+            for j in range(at, len(got) - len(piece) + 1):
+                if replay.agrees(j, view) and got[j : j + len(piece)] == piece:
+                    at = j + len(piece)
+                    break
+            else:
+                return "the record does not hold what we were shown after we resumed"
+    rest = got[at:]
+    if shown.cut is not None:
+        return None
+    if g.phase is Phase.SETUP:
+        # The game ended before ``firing`` relayed the commitments: each commit entry must be of
+        # the root ``committed`` named, in the order those came.
+        left = _drop_commits(rest, shown.roots, g, ordered=shown.ordered)
+        if left is None:
+            return "the record's commitments are not the ones announced"
+        rest = left
+    unseen = all(e["in"] in ("expire", "resign", "abandon") for e in rest)
+    if rest and (g.phase is Phase.OVER or len(rest) > 1 or not unseen):
+        return "the record holds entries we were never shown"
+    return None
+
+
+class _Replay:
+    """The record's game replayed entry by entry, to see its view after the first ``j`` entries
+    that :func:`_entries` keeps (asked for in rising ``j``)."""
+
+    def __init__(self, mirror: Game, gd: dict[str, Any]) -> None:
+        raw = list(gd["transcript"])
+        # A first player the rules decide is no entry; one the lot decides is (11.1).
+        lot = any(e.get("in") == "set_first" for e in raw)
+        self.game = Game(mirror.rules, mirror.match_id, mirror.number, None if lot else gd["first"])
+        self.raw = raw
+        self.fed = 0  # raw entries fed
+        self.kept = 0  # of which :func:`_entries` keeps
+        self.broken = False
+
+    def agrees(self, j: int, view: dict[str, Any]) -> bool:
+        """Whether the game after ``j`` kept entries (and whatever ``_entries`` drops before the
+        next) shows ``view``."""
+        while not self.broken and self.fed < len(self.raw):
+            e = self.raw[self.fed]
+            kept = e.get("in") != "set_first"
+            if kept and self.kept == j:
+                break
+            try:
+                self.game.replay(e)
+            except ProtocolError:
+                self.broken = True  # the verifier has said so already; nothing agrees here
+            self.fed += 1
+            self.kept += kept
+        return not self.broken and self.kept == j and _agrees(self.game.view(), view)
+
+
 def _drop_commits(
-    rest: list[dict[str, Any]], roots: dict[int, bytes], g: Game
+    rest: list[dict[str, Any]], roots: dict[int, bytes], g: Game, *, ordered: bool = True
 ) -> list[dict[str, Any]] | None:
     """``rest`` without its leading commit entries, if they commit to ``roots`` (seat -> root) in
-    that order, else ``None``."""
+    that order (in any order, unless ``ordered``), else ``None``."""
     order = list(roots)
     commits = rest[: len(order)]
+    if not ordered:
+        order = [s for e in commits for s in roots if e.get("seat") == s]
+        if len(order) != len(commits):
+            return None
     if [e.get("in") for e in commits] != ["commit"] * len(order):
         return None
     for e, seat in zip(commits, order, strict=True):
