@@ -15,9 +15,12 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from helpers import SMALL, TC, Bot, connect, pair, play_both, play_some, start_server
 from seabattle.protocol import messages as m
+from seabattle.protocol.canonical import canonical_pack
 from seabattle.protocol.record import load_record, verify_record
+from seabattle.protocol.rules import rules_from_dict
 from seabattle.server.journal_file import SUFFIX, frame
 from seabattle.server.store import Store
 
@@ -156,3 +159,40 @@ async def test_a_node_takes_up_its_own_matches_only(
     addr_a, _ = await start_server(nursery, tmp_path, node="a")
     back = await connect(addr_a, nursery, key=a.key)
     assert (await back.expect(m.Start, skip=(m.Clock, m.Snapshot))).match == mid
+
+
+class _Latecomer(Recorder):
+    """A bot that joins a match whose game began before it connected: the snapshot, not a
+    ``game`` message, tells it to place."""
+
+    async def resume(self, view: dict[str, Any]) -> None:
+        if view["phase"] == "setup" and not view["committed"][self.seat]:
+            await self.on(m.GameStart(self.match, view["game"], None))
+        else:
+            await super().resume(view)
+
+
+async def test_a_match_stored_as_playing_with_nothing_journaled_starts_afresh(
+    tmp_path: Path, nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # A node that died between pairing two players (the match stored as playing, its id told
+    # to them) and journaling the match's start leaves exactly this; nobody was told more.
+    keys = [Ed25519PrivateKey.generate() for _ in range(2)]
+    ids = [k.public_key().public_bytes_raw().hex() for k in keys]
+    mid = bytes(range(16))
+    async with Store.open(tmp_path / "db.sqlite") as store:
+        for player, name in zip(ids, ("alice", "bob"), strict=True):
+            await store.upsert_player(player, name, 0)
+        rules = canonical_pack(rules_from_dict(SMALL).to_dict())
+        await store.create_match(
+            mid.hex(), rules, "blind", ids[0], ids[1], 0, status="playing", node="main"
+        )
+    addr, _ = await start_server(nursery, tmp_path)
+    a = await connect(addr, nursery, key=keys[0], name="alice")
+    b = await connect(addr, nursery, key=keys[1], name="bob")
+    ba, bb = _Latecomer(a, "blind", 1), _Latecomer(b, "blind", 2)
+    with trio.fail_after(300):
+        await play_both(ba, bb)
+    assert ba.match == bb.match == mid
+    assert ba.result is not None and bb.result is not None
+    assert verify_record(await _record(addr, nursery, mid)).ok
