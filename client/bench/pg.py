@@ -13,7 +13,8 @@ can read.
 initdb and postgres refuse to run as root: as root they run as the ``postgres`` user (``setpriv``,
 else ``runuser``), who then owns the folder, made under /tmp where that user can reach it. The
 server is told to shut down should this process die first (setpriv's parent-death signal), so a
-harness that is killed leaves no server behind (as ``tests/conftest.py`` does).
+harness that is killed leaves no server behind (as ``tests/conftest.py`` does), when it is
+started from the main thread: the signal follows the thread that started it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -138,8 +140,14 @@ class Postgres:
             for name, value in self.settings.items():
                 args += ["-c", f"{name}={value}"]
             with self.log.open("ab") as out:
+                run_as = self._run_as
+                if threading.current_thread() is not threading.main_thread():
+                    # The parent-death signal follows the thread that started the server, not
+                    # the process: a worker thread that retires (trio's idle after seconds)
+                    # would shut the server down in the middle of a run.
+                    run_as = [a for a in run_as if not a.startswith("--pdeathsig")]
                 self.proc = subprocess.Popen(
-                    [*self._run_as, str(self.bindir / "postgres"), *map(str, args)],
+                    [*run_as, str(self.bindir / "postgres"), *map(str, args)],
                     stdout=out,
                     stderr=subprocess.STDOUT,
                 )
