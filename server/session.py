@@ -65,6 +65,7 @@ from .metrics import Metrics
 from .outbox import WRITE_BATCH_BYTES as WRITE_BATCH_BYTES
 from .outbox import Outbox
 from .referee import GAME_MESSAGES
+from .store import transient
 from .store import Store
 from .timers import Heartbeat
 
@@ -322,15 +323,18 @@ class Client(Outbox):
                 await lobby.game_message(self, msg)
         except ProtocolError as e:
             self.error(e.code, e.detail, lobby.errors_ref(msg))
-        except Exception:
+        except Exception as e:
             mid = getattr(msg, "match", None)
             ctx = {"match": mid.hex()} if isinstance(mid, bytes) else {}
-            self.log.exception("handling %s failed", msg.TAG, extra=ctx)
-            self.error(
-                ErrorCode.INTERNAL_ERROR,
-                f"the server failed to handle {msg.TAG}",
-                lobby.errors_ref(msg),
-            )
+            if transient(e):
+                # The store is away for a while (server/cluster.py): no server bug, and the
+                # same request may succeed in a moment.
+                self.log.warning("%s waits for the store: %s", msg.TAG, e, extra=ctx)
+                detail = f"the server's store is unavailable; send {msg.TAG} again shortly"
+            else:
+                self.log.exception("handling %s failed", msg.TAG, extra=ctx)
+                detail = f"the server failed to handle {msg.TAG}"
+            self.error(ErrorCode.INTERNAL_ERROR, detail, lobby.errors_ref(msg))
 
     def _hello(self, msg: m.Hello) -> None:
         # A node of a cluster may send a client elsewhere, if the client can follow (4.10).
