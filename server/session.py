@@ -65,8 +65,7 @@ from .metrics import Metrics
 from .outbox import WRITE_BATCH_BYTES as WRITE_BATCH_BYTES
 from .outbox import Outbox
 from .referee import GAME_MESSAGES
-from .store import transient
-from .store import Store
+from .store import Store, transient
 from .timers import Heartbeat
 
 __all__ = ["Client", "Heartbeat", "Identity", "TokenBucket"]
