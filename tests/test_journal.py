@@ -130,6 +130,20 @@ async def test_replaying_a_journal_gives_the_same_match() -> None:
     assert again.wake_at == ref.wake_at  # the grace period of the seat that went runs on
 
 
+async def test_a_replay_says_how_long_the_match_stood_still() -> None:
+    # The store was away twice while the match ran (server/journal.py): a node that takes the
+    # match up carries on with its clocks as far behind the wall clock as the stalls were long.
+    clock = Clock()
+    ref, rows = _played(clock, 6)
+    rows.insert(5, entry("shift", 12.5, clock.wall(4.0)))
+    rows.append(entry("shift", 0.25, clock.wall(9.0)))
+    lot, _, _ = started(rows[0])
+    again = Referee(match_id=MID, rules=ref.rules, mode="blind", players=PLAYERS, lot=lot)
+    assert replay(again, rows, clock) == 12.75
+    g, h = ref.game, again.game
+    assert g is not None and h is not None and list(h.transcript) == list(g.transcript)
+
+
 async def test_a_corrupted_entry_names_itself() -> None:
     clock = Clock()
     ref, rows = _played(clock, 3)
