@@ -303,7 +303,7 @@ def test_the_journal_write_bench_times_each_way_against_a_bare_write() -> None:
 
     report = measure(5, [0.0])
     ways = {r["way"]: r for r in report["runs"]}
-    assert set(ways) == {"os.write (baseline)", "journal file", "SQLite commit"}
+    assert set(ways) == {"os.write (baseline)", "journal file", "SQLite commit", "SQLite, fenced"}
     assert all(r["median_us"] > 0 and r["p90_us"] >= r["median_us"] for r in ways.values())
     assert report["machine"]["cores"] >= 1
 
