@@ -88,6 +88,9 @@ class Node(Protocol):
     async def lease_lost(self) -> None:
         """This node's lease was taken: let go of what other nodes took over."""
 
+    async def rejoined(self) -> None:
+        """This node registered again after its lease was taken."""
+
 
 SLOW = 0.5
 """Seconds a renewal may wait for the store before the node says the store does not answer."""
@@ -236,6 +239,8 @@ class Cluster:
             await self._node.lease_lost()
         await self.register()
         self._problem = None
+        if self._node is not None:
+            await self._node.rejoined()
 
     async def _renew(self) -> None:
         while True:

@@ -181,23 +181,37 @@ class Lobby(LobbyState):
     async def lease_lost(self) -> None:
         """This node's lease was taken (it stalled past it, or the store was away that long, and
         another node took its running matches over). What it held in the store's shared places
-        is gone: its open matches and quick-queue entries are dropped with a word to whoever
-        waits; each running match it no longer referees is let go of (:meth:`_let_go`)."""
+        is gone: its open matches are withdrawn with a word to whoever waits (its quick-queue
+        entries are put back once it has registered again, :meth:`rejoined`); each running
+        match it no longer referees is let go of (:meth:`_let_go`)."""
         for mid in list(self.open):
             om = self._take_open(mid)
             for w in om.joined[0] + om.joined[1]:
                 w.peer.send(m.Error(int(ErrorCode.NO_SUCH_MATCH), "the match was withdrawn", w.id))
             if om.host.connected:
                 om.host.close("moved")
-        for w in list(self._entries.values()):
-            self._unqueue(w)
-            if w.peer.connected:
-                w.peer.send(m.Error(int(ErrorCode.NO_SUCH_MATCH), "ask again", w.id))
         refs = [r for r in self.running.values() if r.fence is not None and not r.fenced]
         kept = await self.store.owned(self.node, {r.hex: r.fence.epoch for r in refs if r.fence})
         for ref in refs:
             if ref.hex not in kept:
                 ref.let_go()
+
+    async def rejoined(self) -> None:
+        """This node registered again after its lease was taken, which dropped its entries in
+        the shared quick queue: its players still waiting there are queued again (they keep
+        waiting; nobody is told to ask again)."""
+        for old, w in list(self._entries.items()):
+            key = self._queued.get(w.peer)
+            if key is None or not w.peer.connected:
+                continue
+            try:
+                entry = await self.store.queue_put(self.node, w.peer.player, *key, _now())
+            except Exception:
+                _log.exception("queueing %s again failed", w.peer.player[:12])
+                continue
+            if self._entries.pop(old, None) is w:
+                w.entry = entry
+                self._entries[entry] = w
 
     def handed_off(self, handoffs: list[Handoff]) -> None:
         """Players waiting here were paired into matches other nodes referee: send them there."""
