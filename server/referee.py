@@ -161,6 +161,7 @@ class Referee:
         #: seconds the match stood still while its inputs could not be stored: its time is
         #: trio time less this (its clocks stopped meanwhile)
         self._shift = 0.0
+        self._begun = False  #: its task has started it (journaled its start, or taken it up)
         # A server holds thousands of referees, most never watched nor co-signed: the set of
         # spectators, the co-signatures and the ``done`` event are made when first needed.
         self._spectators: set[Peer] | None = None
@@ -207,8 +208,8 @@ class Referee:
     def resumed(self, stood: float) -> None:
         """The journal was stalled for ``stood`` seconds, and the match stood still: its clocks
         go on from where they stopped (journaled, so that a replay goes on alike)."""
-        if self.over or self._failed or self.fenced:
-            return
+        if self.over or self._failed or self.fenced or not self._begun:
+            return  # (a match not begun yet journals its start after the stall: nothing stood)
         self._shift += stood
         now = self._now()
         self._out([], ("shift", stood, now))
@@ -543,6 +544,7 @@ class Referee:
         # A plain function, not run()'s body: logging materialises the frame that calls it,
         # and run()'s would keep that object for the whole match.
         now = self._now()
+        self._begun = True
         if self._jn:
             self.log.info("taken up from %d journal entries", self._jn)
         else:
