@@ -114,6 +114,10 @@ class _Shown:
     cut: int | None = None
     #: whether the order of the commitments is known (``committed`` seen for all but the last)
     ordered: bool = True
+    #: the transcript entries our own unanswered ``fire`` or ``radar`` would make: a lean session
+    #: gets no copy of its move, so a game that ended before its verdict (the opponent abandoned,
+    #: or its clock ran out) holds an entry of ours we were never shown
+    unanswered: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _cells(texts: Sequence[str], rules: RuleSet) -> tuple[Cell, ...]:
@@ -537,6 +541,12 @@ class MatchHandle:
         """What we were shown of the current game, numbered ``game``, now that it ended."""
         shown = _Shown(self.mirror, outcome, dict(self._roots), list(self._gaps))
         shown.ordered = self._ordered
+        if self.seat is not None:
+            shown.unanswered = [
+                _move_entry(mv.msg, self.seat)
+                for mv in self._moves_sent.values()
+                if mv.msg.game == game
+            ]
         if self.mirror is None and self._partial is not None:
             shown.game, shown.cut = self._partial
         return shown
@@ -867,6 +877,13 @@ class MatchHandle:
         self._emit(Info(msg))
 
 
+def _move_entry(msg: m.Fire | m.Radar, seat: int) -> dict[str, Any]:
+    """The transcript entry our ``msg`` makes once the referee applies it (spec 11.1)."""
+    if isinstance(msg, m.Radar):
+        return {"in": "radar", "seat": seat, "member": msg.member, "at": msg.at}
+    return {"in": "fire", "seat": seat, "member": msg.member, "cells": list(msg.cells)}
+
+
 def _entries(transcript: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """A transcript as a client can compare it: without ``set_first`` (whether a first player
     is an entry depends on the lot, and 11.1 fixes where it sits) and commit signatures (a seat
@@ -951,6 +968,8 @@ def _held(gd: dict[str, Any], shown: _Shown) -> str | None:
         if left is None:
             return "the record's commitments are not the ones announced"
         rest = left
+    if rest and rest[0] in shown.unanswered:
+        rest = rest[1:]  # our own move, whose copy a lean session is not sent
     unseen = all(e["in"] in ("expire", "resign", "abandon") for e in rest)
     if rest and (g.phase is Phase.OVER or len(rest) > 1 or not unseen):
         return "the record holds entries we were never shown"

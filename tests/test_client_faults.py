@@ -10,6 +10,7 @@ the snapshot it got on resuming agrees with them (5.5). Real TCP, virtual time.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import socket
@@ -21,11 +22,13 @@ import pytest
 import trio
 import trio.testing
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from helpers import SMALL, fire_honestly, start_server
+from helpers import SMALL, TC, Bot, Closed, connect, fire_honestly, start_server
 from seabattle.client import api
 from seabattle.client.bots import make_strategy
 from seabattle.client.events import (
     GameEnded,
+    GameStarted,
+    MatchEnded,
     Reconnecting,
     Resumed,
     ShotResult,
@@ -466,3 +469,58 @@ def test_entries_accepted_while_away_are_no_lie_when_the_snapshot_agrees() -> No
     # ... and so is a gap that does not lead to the view the snapshot showed.
     elsewhere = (gap[0], _mirror_of(entries[:5]).view())
     assert _held(gd, _Shown(mirror, outcome, gaps=[elsewhere])) is not None
+
+
+# -- no false lie: the opponent abandons with our shot in flight ---------------------------------
+
+
+class _Deserter(Bot):
+    """An honest opponent that walks away the moment it is shot at, without answering."""
+
+    def __init__(self, c: TC, mode: str, seed: int = 0) -> None:
+        super().__init__(c, mode, seed)
+        self.gone = trio.Event()
+
+    async def on(self, msg: Any) -> None:
+        if isinstance(msg, m.ShotCalled) and msg.seat != self.seat:
+            await self.c.close()
+            self.gone.set()
+            return
+        await super().on(msg)
+
+    async def desert(self) -> None:
+        """Play until shot at, then be gone."""
+        with contextlib.suppress(Closed):
+            await self.play()
+
+
+@pytest.mark.parametrize("lean", [True, False])
+async def test_an_opponent_who_abandons_with_our_shot_unanswered_is_no_referee_lie(
+    tmp_path: Path, nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, lean: bool
+) -> None:
+    # Our shot was called, the opponent never answered and is gone past its grace: we win by
+    # abandonment, and the record (our fire, then the abandonment) is honest, though our mirror
+    # never saw the shot (a lean session gets no copy of its own) nor the abandonment's entry.
+    addr, _ = await start_server(nursery, tmp_path)
+    rules = {**SMALL, "clocks": {"grace": 5}}
+    ended: list[Any] = []
+    async with api.connect(*addr, name="script", lean=lean) as client:
+        host, invite = await client.create(rules, "blind")
+        assert invite is not None
+        other = await connect(addr, nursery, name="deserter")
+        ok = await other.request(m.Join(1, None, invite))
+        assert isinstance(ok, m.Ok)
+        deserter = _Deserter(other, "blind", 4)
+        nursery.start_soon(deserter.desert)
+        cells = iter(f"{c}{r}" for r in range(1, 6) for c in "ABCDE")
+        with trio.fail_after(300):
+            async for ev in host.events():
+                if isinstance(ev, GameStarted):
+                    await host.place()
+                elif isinstance(ev, YourTurn) and not deserter.gone.is_set():
+                    await host.fire(next(cells))
+                elif isinstance(ev, GameEnded | MatchEnded):
+                    ended.append(ev)
+        assert deserter.gone.is_set()
+        assert [e.outcome["reason"] for e in ended if isinstance(e, GameEnded)] == ["abandoned"]
+        assert host.lies == [] and host.disputed is None
