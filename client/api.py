@@ -715,11 +715,16 @@ async def connect(
             silence=silence,
             handshake_timeout=handshake_timeout,
         )
+        failure: Exception | None = None
         async with trio.open_nursery() as nursery:
             client._nursery = nursery
             nursery.start_soon(client._reader)
             try:
                 yield client
+            except Exception as e:
+                # The script's own error: raised as itself once the reader has stopped, not
+                # wrapped in the nursery's exception group.
+                failure = e
             finally:
                 # The client's wire now: a redirect may have moved it to another node.
                 if not client.wire.closed:
@@ -729,6 +734,8 @@ async def connect(
                     ):
                         await client.wire.send(m.Bye("done"))
                 nursery.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
     finally:
         with trio.CancelScope(shield=True):
             if wire is not None:

@@ -524,3 +524,14 @@ async def test_an_opponent_who_abandons_with_our_shot_unanswered_is_no_referee_l
         assert deserter.gone.is_set()
         assert [e.outcome["reason"] for e in ended if isinstance(e, GameEnded)] == ["abandoned"]
         assert host.lies == [] and host.disputed is None
+
+
+async def test_an_error_in_the_script_comes_out_as_itself(
+    tmp_path: Path, nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # A bug in a user's own loop is reported as that bug, not as an exception group wrapping it.
+    addr, _ = await start_server(nursery, tmp_path)
+    with pytest.raises(KeyError, match="no such cell"):
+        async with api.connect(*addr, name="script") as client:
+            await client.list()
+            raise KeyError("no such cell")
