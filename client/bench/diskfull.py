@@ -42,8 +42,8 @@ import trio
 from seabattle.common.keys import load_or_create_key
 from seabattle.protocol import messages as m
 
-from .crash import RULES, Player, Server, _Gone, _Link, _pair, check_record
-from .failover import _IDLE, _decided, _Ended, _player, _record_of, _Run, match_statuses
+from .crash import RULES, Player, Server, _Gone, _Link, _pair
+from .failover import _IDLE, _Ended, _player, _record_of, _Run, judge, match_statuses
 
 __all__ = ["DiskUnavailable", "diskfull_run", "main", "small_disk"]
 
@@ -244,19 +244,7 @@ async def diskfull_run(
             await single.stop()
         ids = [e.pair[0].match.hex() for e in ended]
         stored = await trio.to_thread.run_sync(match_statuses, db, ids)
-    acknowledged = 0
-    decided: dict[str, list[str]] = {}
-    for e in ended:
-        mid = e.pair[0].match.hex()
-        if e.signed is not None:
-            acknowledged += check_record(e.pair, e.signed, problems)
-        else:
-            status = stored.get(mid, ("missing", None))[0]
-            problems.append(f"{mid}: no record ({e.why}; the store says {status})")
-        why = _decided(e, stored.get(mid), run)
-        if why:
-            decided[mid] = why
-            log(f"match {mid[:12]}: ended by the full disk ({', '.join(why)})")
+    acknowledged, decided = judge(ended, stored, run, problems, log, "ended by the full disk")
     aborted = sum(1 for s, _ in stored.values() if s == "aborted")
     told = sum(p.told_aborted > 0 for e in ended for p in e.pair)
     bars = {

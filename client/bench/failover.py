@@ -77,7 +77,7 @@ from .crash import (
     check_record,
 )
 
-__all__ = ["BACK_MARGIN", "failover_run", "main", "match_statuses"]
+__all__ = ["BACK_MARGIN", "failover_run", "judge", "main", "match_statuses"]
 
 Addr = tuple[str, int]
 
@@ -504,6 +504,33 @@ async def _record_of(run: _Run, pair: list[Player]) -> _Ended:
     return _Ended(pair, None, why)
 
 
+def judge(
+    ended: list[_Ended],
+    stored: dict[str, tuple[str, Any]],
+    run: _Run,
+    problems: list[str],
+    log: Any,
+    what: str,
+) -> tuple[int, dict[str, list[str]]]:
+    """Judge each match that ended against its record and the store: (the verdicts players were
+    told that its record holds, the matches the fault decided with why); what is missing goes to
+    ``problems``, each match the fault decided to ``log`` as ``what``."""
+    acknowledged = 0
+    decided: dict[str, list[str]] = {}
+    for e in ended:
+        mid = e.pair[0].match.hex()
+        if e.signed is not None:
+            acknowledged += check_record(e.pair, e.signed, problems)
+        else:
+            status = stored.get(mid, ("missing", None))[0]
+            problems.append(f"{mid}: no record ({e.why}; the store says {status})")
+        why = _decided(e, stored.get(mid), run)
+        if why:
+            decided[mid] = why
+            log(f"match {mid[:12]}: {what} ({', '.join(why)})")
+    return acknowledged, decided
+
+
 def _decided(ended: _Ended, stored: tuple[str, Any] | None, run: _Run) -> list[str]:
     """Why ``ended``'s match counts as decided by a kill (empty: it was played out)."""
     why: set[str] = set()
@@ -567,7 +594,6 @@ async def failover_run(
     run = _Run(under, db, rng, give_up, public, log)
     problems: list[str] = []
     ended: list[_Ended] = []
-    acknowledged = 0
     started = time.monotonic()
     done = trio.Event()
     opened = {"quick": 0, "invite": 0}
@@ -610,18 +636,7 @@ async def failover_run(
         stored = await trio.to_thread.run_sync(match_statuses, db, ids)
     finally:
         await under.stop()
-    decided: dict[str, list[str]] = {}
-    for e in ended:
-        mid = e.pair[0].match.hex()
-        if e.signed is not None:
-            acknowledged += check_record(e.pair, e.signed, problems)
-        else:
-            status = stored.get(mid, ("missing", None))[0]
-            problems.append(f"{mid}: no record ({e.why}; the store says {status})")
-        why = _decided(e, stored.get(mid), run)
-        if why:
-            decided[mid] = why
-            log(f"match {mid[:12]}: decided by a kill ({', '.join(why)})")
+    acknowledged, decided = judge(ended, stored, run, problems, log, "decided by a kill")
     waits = run.back
     seated = [w for w in waits if not math.isinf(w)]
     by_reason: dict[str, int] = {}
