@@ -57,29 +57,29 @@ async def test_a_node_paused_past_its_lease_writes_nothing_of_the_matches_it_los
 
 
 @pytest.mark.usefixtures("postgres_binaries")
-async def test_a_store_outage_shorter_than_the_lease_aborts_nothing() -> None:
+@pytest.mark.parametrize(
+    ("outage", "lease", "seed"),
+    [(2.0, 3.0, 6), (6.0, 2.0, 7)],
+    ids=["shorter than the lease", "three leases"],
+)
+async def test_a_store_outage_aborts_nothing_and_stops_no_node(
+    outage: float, lease: float, seed: int
+) -> None:
     lines: list[str] = []
     with trio.fail_after(90):
         summary = await faults_run(
-            pauses=0, outages=(2.0,), pairs=3, lease=3.0, settle=2.0, seed=6, log=lines.append
+            pauses=0,
+            outages=(outage,),
+            pairs=3,
+            lease=lease,
+            settle=2.0,
+            seed=seed,
+            log=lines.append,
         )
     _assert_held(summary)
-    (outage,) = summary["faults"]
-    assert outage["first_shot_after_s"] <= 5 and outage["all_ready_after_s"] <= 5
-    assert all(set(polls) == {"503"} for polls in outage["ready_during"].values()), outage
-
-
-@pytest.mark.usefixtures("postgres_binaries")
-async def test_a_store_outage_of_three_leases_stops_no_node() -> None:
-    lines: list[str] = []
-    with trio.fail_after(90):
-        summary = await faults_run(
-            pauses=0, outages=(6.0,), pairs=3, lease=2.0, settle=2.0, seed=7, log=lines.append
-        )
-    _assert_held(summary)
-    (outage,) = summary["faults"]
-    assert outage["first_shot_after_s"] <= 5 and outage["all_ready_after_s"] <= 5
-    assert all(set(polls) == {"503"} for polls in outage["ready_during"].values()), outage
+    (fault,) = summary["faults"]
+    assert fault["first_shot_after_s"] <= 5 and fault["all_ready_after_s"] <= 5
+    assert all(set(polls) == {"503"} for polls in fault["ready_during"].values()), fault
 
 
 def test_the_audit_replay_finds_rows_written_for_a_match_another_node_owns() -> None:
