@@ -330,6 +330,7 @@ class LobbyState:
         taken = 0
         for row in rows:
             log = ContextLog(_log, {"match": row.id})
+            fence = row.fence if row.node is not None else None
             try:
                 if self.journal is None:
                     raise ReplayError("this server keeps no journal")
@@ -368,7 +369,7 @@ class LobbyState:
                     seats,
                     lot,
                     teams=None if team_ids is None else teams,
-                    fence=row.fence if row.node is not None else None,
+                    fence=fence,
                 )
                 if entries:
                     ref.replay(entries)
@@ -376,7 +377,6 @@ class LobbyState:
                 said = isinstance(e, ReplayError | JournalGap)
                 reason = str(e) if said else f"{type(e).__name__}: {e}"
                 log.warning("cannot be resumed, aborted: %s", reason)
-                fence = row.fence if row.node is not None else None
                 try:
                     await stored(
                         partial(self.store.abort_match, row.id, _now(), reason, fence=fence),
