@@ -109,8 +109,6 @@ class Metrics:
         self.matches_aborted: dict[str, int] = dict.fromkeys(_MODES, 0)
         #: matches this node let go of because another node took them over (fenced)
         self.matches_moved: dict[str, int] = dict.fromkeys(_MODES, 0)
-        #: seconds the journal stood stalled (the store away), in all
-        self.journal_stalled = 0.0
         self.shots = 0
         self.shot_latency = Histogram(SHOT_BUCKETS)
         self.refusals: dict[int, int] = {}  #: ``error`` messages sent, by code
