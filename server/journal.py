@@ -239,22 +239,16 @@ class DirectWriter:
         """Store the rows of ``rows`` whose match's fence still holds (every match must have
         one), in one transaction; the ids of the matches whose did not, or ``None`` (nothing
         stored) if the database is busy."""
-        conn = self._conn
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError:
-            return None
-        try:
-            fenced = fenced_ids(conn.execute, fences)
+        fenced: frozenset[str] = frozenset()
+
+        def store() -> None:
+            nonlocal fenced
+            fenced = fenced_ids(self._conn.execute, fences)
             keep = rows if not fenced else [r for r in rows if r[0] not in fenced]
             if keep:
-                conn.executemany(_INSERT, keep)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-        return fenced
+                self._conn.executemany(_INSERT, keep)
+
+        return fenced if self._immediate(store) else None
 
     def write(self, rows: list[Row]) -> bool:
         """Store ``rows`` in one transaction; ``False`` (nothing stored) if the database is busy."""
@@ -266,12 +260,18 @@ class DirectWriter:
             except sqlite3.OperationalError:
                 return False  # busy (or worse: the store's way will say what)
             return True
+        return self._immediate(lambda: conn.executemany(_INSERT, rows))
+
+    def _immediate(self, body: Callable[[], object]) -> bool:
+        """Run ``body`` in one write transaction; ``False`` (nothing done) if another connection
+        holds the database."""
+        conn = self._conn
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError:
             return False
         try:
-            conn.executemany(_INSERT, rows)
+            body()
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
