@@ -294,8 +294,13 @@ class Server:
             self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, text=True)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
-        status = json.loads(line)
-        host, port = status["listening"].rsplit(":", 1)
+        if not line:
+            self.proc.wait()
+            self.proc = None
+            raise RuntimeError(f"the server did not start: see {self.folder}/server.log")
+        #: the start line ``serve --json`` printed (its addresses, its key)
+        self.status: dict[str, Any] = json.loads(line)
+        host, port = self.status["listening"].rsplit(":", 1)
         self.addr = (host, int(port))
         return self.addr
 

@@ -63,7 +63,6 @@ import random
 import re
 import shutil
 import signal
-import subprocess
 import tempfile
 import time
 from collections import Counter
@@ -80,7 +79,7 @@ from seabattle.protocol import messages as m
 from seabattle.protocol.errors import RemoteProtocolError
 from seabattle.protocol.ticket import open_ticket
 
-from .crash import _SERVE, RULES, Moved, Player, Server, _check, _Gone, _Link, _pair
+from .crash import RULES, Moved, Player, Server, _check, _Gone, _Link, _pair
 from .pg import Postgres
 
 __all__ = ["Attempt", "FaultNode", "Stray", "faults_run", "main", "read_log", "stray_rows"]
@@ -150,21 +149,10 @@ class FaultNode(Server):
 
     def start(self) -> tuple[str, int]:
         """Start the node; its address (the metrics address is in ``metrics``)."""
-        key = self.folder / "server.key"
-        args = [*_SERVE, "--port", "0", "--db", self.db, "--key", str(key), "--json", *self.extra]
-        with open(self.folder / "server.log", "a") as log:
-            self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, text=True)
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line:
-            self.proc.wait()
-            self.proc = None
-            raise RuntimeError(f"node {self.name} did not start: see {self.folder}/server.log")
-        status = json.loads(line)
-        self.addr = (status["host"], int(status["port"]))
-        self.metrics = (status["metrics_host"], int(status["metrics_port"]))
+        addr = super().start()
+        self.metrics = (self.status["metrics_host"], int(self.status["metrics_port"]))
         self.paused = False
-        return self.addr
+        return addr
 
     def pause(self) -> None:
         """SIGSTOP the node."""
