@@ -200,7 +200,7 @@ class Cluster:
         """Renew the lease now; whether it holds. A lease found taken is dealt with here: the
         lobby lets go of what other nodes took over, and the node registers again."""
         async with self._renewing:
-            if self.wall() < self._held_until - 0.75 * self.config.lease:
+            if self.wall() < self._held_until - self.config.lease + self._every() / 2:
                 return True  # renewed by another task a moment ago
             end = self._lease_end()
             self._asking_since = self.wall()
@@ -242,11 +242,15 @@ class Cluster:
         if self._node is not None:
             await self._node.rejoined()
 
+    def _every(self) -> float:
+        """Seconds between two renewals."""
+        return min(self.config.lease / 4, RENEW_EVERY)
+
     async def _renew(self) -> None:
         while True:
             # Often enough that an outage shows on /healthz/ready within a second or so, even
             # while no match writes (one indexed UPDATE of one row).
-            await trio.sleep(min(self.config.lease / 4, RENEW_EVERY))
+            await trio.sleep(self._every())
             try:
                 await self.renew()
             except Exception:  # registering again failed (the store blinked): next round
