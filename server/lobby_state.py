@@ -23,9 +23,9 @@ from seabattle.protocol.rules import RuleSet, rules_from_dict
 from .config import ContextLog, Limits, Peer, Timers
 from .journal import Clock, Journal, ReplayError, started
 from .metrics import Gauges, Metrics
-from .records import conclude, stored
+from .records import conclude
 from .referee import Referee, Seat
-from .store import Fenced, Store
+from .store import Fenced, Store, stored
 from .store_journal import JournalGap
 from .store_rows import Fence, MatchRow
 from .timers import Heartbeat

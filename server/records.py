@@ -7,12 +7,9 @@ changes); a player's co-signature is checked, then added beside it (``Store.add_
 
 from __future__ import annotations
 
-import logging
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
-import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.protocol import messages as m
 from seabattle.protocol.errors import ErrorCode, Refused, RemoteProtocolError
@@ -26,32 +23,9 @@ from seabattle.protocol.record import (
 )
 
 from .referee import Referee
-from .store import BadSignature, Conflict, NotFound, Store, transient
+from .store import BadSignature, Conflict, NotFound, Store, stored
 
-__all__ = ["add_cosign", "add_cosign_stored", "conclude", "load_signed", "stored"]
-
-_log = logging.getLogger("seabattle.server.records")
-
-_T = TypeVar("_T")
-
-
-async def stored(call: Callable[[], Awaitable[_T]], what: str) -> _T:
-    """``call()`` (a write to the store), called again with back-off for as long as the store is
-    away (:func:`~.store.transient`): a match that ended while the store blinked is recorded
-    once it is back, not aborted. Any other error, `~.store.Fenced` among them, is raised."""
-    backoff = 0.05
-    warned = False
-    while True:
-        try:
-            return await call()
-        except Exception as err:
-            if not transient(err):
-                raise
-            if not warned:
-                _log.warning("%s waits for the store: %s", what, " ".join(str(err).split()))
-                warned = True
-        await trio.sleep(backoff)
-        backoff = min(2 * backoff, 1.0)
+__all__ = ["add_cosign", "add_cosign_stored", "conclude", "load_signed"]
 
 
 def _now() -> int:

@@ -37,13 +37,14 @@ its password.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sqlite3
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import trio
 
@@ -70,6 +71,10 @@ from .store_rows import Fence, MatchRow, MatchStatus, PlayerRow, RatingChange, R
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
 
+_log = logging.getLogger("seabattle.server.store")
+
+_T = TypeVar("_T")
+
 __all__ = [
     "COSIGNED_SLOTS",
     "MIGRATIONS",
@@ -88,6 +93,7 @@ __all__ = [
     "RecordRow",
     "Store",
     "StoreError",
+    "stored",
     "transient",
 ]
 
@@ -100,6 +106,25 @@ def transient(err: BaseException) -> bool:
         return True
     psycopg = sys.modules.get("psycopg")
     return psycopg is not None and isinstance(err, psycopg.OperationalError)
+
+
+async def stored(call: Callable[[], Awaitable[_T]], what: str) -> _T:
+    """``call()`` (a write to the store), called again with back-off for as long as the store is
+    away (:func:`transient`): a match that ended while the store blinked is recorded
+    once it is back, not aborted. Any other error, `Fenced` among them, is raised."""
+    backoff = 0.05
+    warned = False
+    while True:
+        try:
+            return await call()
+        except Exception as err:
+            if not transient(err):
+                raise
+            if not warned:
+                _log.warning("%s waits for the store: %s", what, " ".join(str(err).split()))
+                warned = True
+        await trio.sleep(backoff)
+        backoff = min(2 * backoff, 1.0)
 
 
 def _connect_sqlite(path: str) -> sqlite3.Connection:
