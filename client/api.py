@@ -12,8 +12,9 @@ move; everything naming a match goes to its :class:`~.match.MatchHandle`, which 
 events (:mod:`.events`) that :meth:`MatchHandle.events` drains.
 
 The pieces live in their own modules (:mod:`.wire`: framing and keys; :mod:`.events`;
-:mod:`.match`: one match and its mirror; :mod:`.botplay`: bots over the network); this module
-re-exports them, so ``from seabattle.client.api import connect, MatchHandle, YourTurn`` works.
+:mod:`.match`: one match and its mirror; :mod:`.targeting`: what is known of the opponent's
+grid); this module re-exports them, so ``from seabattle.client.api import connect, MatchHandle,
+YourTurn`` works. Bots that play over it are :mod:`seabattle.bots.play`'s.
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ from seabattle.protocol.errors import ErrorCode, RemoteProtocolError
 from seabattle.protocol.session import LEAN, REDIRECT, TEAMS, Role
 from seabattle.protocol.ticket import open_ticket
 
-from .botplay import BotResult, feed_view, play_bot, play_match
 from .events import (
     GameEnded,
     GameStarted,
@@ -49,6 +49,7 @@ from .events import (
     YourTurn,
 )
 from .match import MatchHandle, RunningClock, Tamper
+from .targeting import feed_view
 from .wire import (
     AGENT,
     ConnectionClosed,
@@ -65,7 +66,6 @@ __all__ = [
     "HANDSHAKE_TIMEOUT",
     "PING_AFTER",
     "SILENCE",
-    "BotResult",
     "Client",
     "ConnectionClosed",
     "ConnectionLost",
@@ -90,8 +90,6 @@ __all__ = [
     "connect",
     "feed_view",
     "load_key",
-    "play_bot",
-    "play_match",
     "public_key",
 ]
 

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 import click
 import trio
 from rich.console import Console
+from seabattle.bots.strategies import DEFAULT_STRATEGY, STRATEGIES
 from seabattle.protocol.rules import RuleSet
 
-from .bots import DEFAULT_STRATEGY, STRATEGIES
 from .cli_common import (
     Conn,
     _rules_arg,
@@ -34,7 +34,7 @@ from .cli_common import (
 from .cli_play import PLACEMENT
 
 if TYPE_CHECKING:
-    from .botplay import BotResult
+    from seabattle.bots.play import BotResult
 
 __all__ = ["bot", "exact_report", "stats_report"]
 
@@ -45,9 +45,8 @@ def stats_report(
     """Measure ``strategy`` over ``games`` games (a progress bar on ``progress``); the figures
     with what they were measured on: rules, placement, seed, machine and load average."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
-    from .bots import make_strategy
-    from .botsim import measure
+    from seabattle.bots.simulate import measure
+    from seabattle.bots.strategies import make_strategy
 
     load_before = os.getloadavg()
     with Progress(
@@ -93,7 +92,8 @@ def exact_report(
     """Exact expected turns to win on a small board (:mod:`.exact`): ``strategy`` against every
     legal fleet once, and the optimum, greedy on the exact posterior, and one-step rollout over
     it; a figure whose computation passes ``budget`` states is ``None``."""
-    from .bots import make_strategy
+    from seabattle.bots.strategies import make_strategy
+
     from .exact import Board, TooLarge, strategy_turns
 
     try:
@@ -271,8 +271,8 @@ async def _bot_server(
 ) -> int:
     """Play ``games`` quick matches; one line per match (``as_json``: one JSON object on stdout,
     the rest on stderr). ``wait`` bounds each wait for an opponent, in seconds."""
-    from seabattle.client.botplay import play_match
-    from seabattle.client.bots import make_strategy
+    from seabattle.bots.play import play_match
+    from seabattle.bots.strategies import make_strategy
 
     conn = conn or Conn(f"{host}:{port}")
     say = Console(stderr=True).print if as_json else console.print

@@ -22,7 +22,7 @@ __all__ = ["host_cmd", "join_cmd"]
 
 
 def _peer_player(bot_name: str | None, seed: int | None, ui: GameUI | None = None) -> Any:
-    from seabattle.client.bots import make_strategy
+    from seabattle.bots.strategies import make_strategy
     from seabattle.client.peer import BotPlayer
 
     if bot_name is None:

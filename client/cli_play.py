@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+from seabattle.bots.placement import PLACEMENTS
 
 from .cli_common import (
     Conn,
@@ -17,7 +18,6 @@ from .cli_common import (
     open_stream,
     run_client,
 )
-from .placement import PLACEMENTS
 
 if TYPE_CHECKING:
     from .match import MatchHandle

@@ -153,8 +153,9 @@ _DEMO = ("best", "density")
 
 async def _demo_server(rules: RuleSet, tmp: str) -> dict[str, Any]:
     """Two bots play one match through an in-process server; fetch and verify the record."""
-    from seabattle.client.api import connect, play_match
-    from seabattle.client.bots import make_strategy
+    from seabattle.bots.play import play_match
+    from seabattle.bots.strategies import make_strategy
+    from seabattle.client.api import connect
     from seabattle.protocol.record import verify_record
     from seabattle.server import app
 
@@ -190,7 +191,7 @@ async def _demo_server(rules: RuleSet, tmp: str) -> dict[str, Any]:
 
 async def _demo_peer(rules: RuleSet) -> dict[str, Any]:
     """Two bots play one peer match over loopback TCP; both sign; the record is verified."""
-    from seabattle.client.bots import make_strategy
+    from seabattle.bots.strategies import make_strategy
     from seabattle.client.peer import BotPlayer, host, join
 
     box: list[Any] = []

@@ -38,7 +38,7 @@ from seabattle.protocol.rules import RuleSet, SunkReport
 from .targeting import _placements
 
 if TYPE_CHECKING:
-    from .bots import Strategy
+    from seabattle.bots.strategies import Strategy
 
 __all__ = ["Board", "TooLarge", "as_fleet", "every_fleet", "strategy_turns"]
 
@@ -275,7 +275,7 @@ def strategy_turns(rules: RuleSet, make: Callable[[], Strategy], seed: int = 0) 
     Its random stream is started afresh from ``seed`` for every fleet, so the strategy is one fixed
     function of what it has seen, and this mean is that function's exact expectation.
     """
-    from .botsim import simulate_shots_to_win
+    from seabattle.bots.simulate import simulate_shots_to_win
 
     total = 0
     fleets = every_fleet(rules)

@@ -60,7 +60,7 @@ from seabattle.protocol.session import (
 )
 from seabattle.protocol.verdict import Defender, Shot, Verdict
 
-from .botplay import feed_view
+from .targeting import feed_view
 from .wire import AGENT, ConnectionClosed, Wire, load_key, public_key
 
 __all__ = [
@@ -124,7 +124,7 @@ class Player:
 
 
 class BotPlayer(Player):
-    """A :mod:`seabattle.client.bots` strategy playing one side."""
+    """A :mod:`seabattle.bots.strategies` strategy playing one side."""
 
     def __init__(self, strategy: Any, rng: random.Random | None = None) -> None:
         self.strategy = strategy
@@ -250,7 +250,7 @@ async def _play_game(
     player: Player,
     on_event: Callable[[str, Any], None],
 ) -> None:
-    from seabattle.client.bots import TargetView
+    from .targeting import TargetView
 
     rules, mid = ref.rules, ref.match_id
     peer = 1 - seat

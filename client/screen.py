@@ -49,12 +49,12 @@ import outcome  # trio's own: what a guest run ends with
 import trio
 from rich.console import RenderableType
 from rich.text import Text
+from seabattle.bots.placement import PlacementRefused, Placer, off_loop
 from seabattle.protocol.fleet import Fleet
 from seabattle.protocol.game import Game, Phase
 from seabattle.protocol.grid import Cell
 from seabattle.protocol.rules import RuleSet
 
-from .placement import PlacementRefused, Placer, off_loop
 from .render import (
     LEGEND,
     explain_end,

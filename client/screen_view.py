@@ -11,13 +11,13 @@ import math
 from typing import TYPE_CHECKING
 
 from rich.text import Text
+from seabattle.bots.placement import PlacementRefused, Placer
 from seabattle.protocol.fleet import Placement
 from seabattle.protocol.game import Game, Phase
 from seabattle.protocol.grid import Cell
 from seabattle.protocol.rules import RuleSet, SunkReport
 
 from .match import RunningClock
-from .placement import PlacementRefused, Placer
 from .render import board_glyph, grid_lines, house_badge, house_rules, placement_glyph, ship_list
 from .screen_app import View
 

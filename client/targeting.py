@@ -1,6 +1,9 @@
 """What an attacker knows of the opponent's grid: the :class:`TargetView` that bot strategies read.
 
-Pure computation: no I/O, no clock, no randomness. Re-exported by :mod:`seabattle.client.bots`.
+Pure computation: no I/O, no clock, no randomness. It is the client library's, not the bots': peer
+play (:mod:`.peer`) keeps one for the player whose turn it is, fed by :func:`feed_view` with each
+verdict; the strategies (:mod:`seabattle.bots.strategies`, which re-exports it) only read it.
+:func:`view_from_snapshot` builds one again from a snapshot after a reconnect.
 
 Theory of operation. A :class:`TargetView` is the attacker's tracking grid, fed only with what the
 rules reveal (miss, hit, sunk, salvo totals, radar answers, crossed-out cells). It keeps one
@@ -19,12 +22,13 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from seabattle.protocol.grid import Cell
 from seabattle.protocol.rules import RuleSet, ShipSpec, SunkReport
+from seabattle.protocol.verdict import Result, SunkClaim, Verdict
 
-__all__ = ["CellState", "TargetView"]
+__all__ = ["CellState", "TargetView", "feed_view", "view_from_snapshot"]
 
 
 class CellState(StrEnum):
@@ -395,3 +399,53 @@ class TargetView:
                 self._sink(sorted(run), drop_length=len(run))
                 changed = True
         return changed
+
+
+def feed_view(view: Any, rules: RuleSet, cells: Sequence[Cell], radar: bool, v: Verdict) -> None:
+    """Tell a :class:`TargetView` what verdict ``v`` on ``cells`` showed."""
+    if radar:
+        if v.found is not None:
+            view.radar(cells[0], rules.radar_size, v.found)
+        return
+    if v.total is not None:
+        # A total hides which cells hit, but its sunk claims still name (or show) the ships.
+        view.salvo_total(list(cells), v.total, [_claim(rules, k) for k in v.sunk])
+        return
+    for c, res in zip(cells, v.results, strict=True):
+        if res.result is Result.MISS:
+            view.miss(c)
+        elif res.result is Result.HIT:
+            view.hit(c)
+        else:
+            ship, shown = (None, None) if res.sunk is None else _claim(rules, res.sunk)
+            view.sunk(c, ship, shown)
+
+
+def _claim(rules: RuleSet, claim: SunkClaim) -> tuple[int | None, tuple[Cell, ...] | None]:
+    """What a sunk claim tells: the ship's fleet index, and its cells when shown."""
+    if rules.sunk is SunkReport.SILENT:
+        return None, None
+    shown = None
+    if claim.opening is not None:
+        shown = claim.opening.placement.cells(rules.fleet[claim.ship].length)
+    return claim.ship, shown
+
+
+def view_from_snapshot(rules: RuleSet, board: dict[str, Any]) -> Any:
+    """A :class:`TargetView` of the opponent's grid as a snapshot shows it
+    (``view["boards"][opponent]``, spec 6.6): what a bot knows again after a reconnect."""
+    view = TargetView(rules)
+    cols = rules.cols
+    for i, result in board.get("fired", ()):
+        # nil: fired at in a salvo reported as a total, its result unknown: left as it is.
+        if result == "miss":
+            view.miss(Cell(*divmod(i, cols)))
+        elif result in ("hit", "sunk"):
+            view.hit(Cell(*divmod(i, cols)))
+    for ship, cells in board.get("sunk", ()):
+        if cells:  # a shown ship; an unshown sinking is found again from its hits
+            shown = tuple(Cell(*divmod(i, cols)) for i in cells)
+            view.sunk(shown[-1], ship, shown)
+    for i in board.get("crossed", ()):
+        view.crossed(Cell(*divmod(i, cols)))
+    return view

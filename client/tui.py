@@ -29,6 +29,8 @@ from typing import Any, Final, Literal, Protocol, TextIO
 import trio
 from rich.console import Console, RenderableType
 from rich.text import Text
+from seabattle.bots.placement import HELP as PLACEMENT_HELP
+from seabattle.bots.placement import PlacementRefused, Placer, off_loop
 from seabattle.protocol.errors import ProtocolError
 from seabattle.protocol.fleet import Fleet
 from seabattle.protocol.game import Game
@@ -37,8 +39,6 @@ from seabattle.protocol.rules import RuleSet, SunkReport
 from seabattle.protocol.verdict import Verdict
 
 from .match import RunningClock
-from .placement import HELP as PLACEMENT_HELP
-from .placement import PlacementRefused, Placer, off_loop
 from .render import (
     LEGEND,
     explain_refusal,

@@ -24,8 +24,9 @@ from typing import Any
 
 import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from seabattle.bots.play import BotResult, play_match
+from seabattle.bots.strategies import make_strategy
 from seabattle.client import api
-from seabattle.client.bots import make_strategy
 from seabattle.client.peer import PeerResult, Player, host, join
 from seabattle.protocol import messages as m
 from seabattle.protocol.commit import Committed
@@ -363,12 +364,12 @@ async def play_both(a: Bot, b: Bot) -> None:
 
 async def quick_bot(
     addr: tuple[str, int], rules: dict[str, Any], mode: str, rng: random.Random
-) -> api.BotResult:
+) -> BotResult:
     """A ``random`` bot, through the client library: a quick match on the server at ``addr``
     under ``rules``, played to the end."""
     async with api.connect(*addr, name="bot") as c:
         match = await c.quick(rules, mode)
-        return await api.play_match(match, make_strategy("random"), rng)
+        return await play_match(match, make_strategy("random"), rng)
 
 
 # -- peer play ------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from seabattle.client.bots import (
+from seabattle.bots.strategies import (
     STRATEGIES,
     CellState,
     DensityStrategy,

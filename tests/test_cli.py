@@ -11,7 +11,7 @@ import pytest
 import trio
 from click.testing import CliRunner
 from helpers import peer_match, start_server
-from seabattle.client.bots import make_strategy
+from seabattle.bots.strategies import make_strategy
 from seabattle.client.cli import main
 from seabattle.client.peer import BotPlayer
 from seabattle.protocol.record import dump_record, load_record

@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 import trio
 from helpers import SMALL, start_server
+from seabattle.bots.play import play_match
+from seabattle.bots.strategies import make_strategy
 from seabattle.client import api
-from seabattle.client.bots import make_strategy
 from seabattle.protocol.record import dump_record, load_record, verify_record
 
 pytest.importorskip("seabattle.server.app")
@@ -100,7 +101,7 @@ async def test_watch_matches_ladder_and_record_fetch(tmp_path: Path) -> None:
             await jsonl.expect(r"\n")
             async with trio.open_nursery() as players:
                 for i, h in enumerate((match, theirs)):
-                    players.start_soon(api.play_match, h, make_strategy("random"), random.Random(i))
+                    players.start_soon(play_match, h, make_strategy("random"), random.Random(i))
             assert await lines.finish() == 0
             assert await jsonl.finish() == 0
             shown = lines.text.splitlines()

@@ -9,8 +9,9 @@ import pytest
 import trio
 import trio.testing
 from helpers import quick_pair, start_server
+from seabattle.bots.play import BotResult, play_match
+from seabattle.bots.strategies import make_strategy
 from seabattle.client.api import (
-    BotResult,
     ConnectionClosed,
     GameEnded,
     GameStarted,
@@ -23,9 +24,7 @@ from seabattle.client.api import (
     Wire,
     YourTurn,
     connect,
-    play_match,
 )
-from seabattle.client.bots import make_strategy
 from seabattle.protocol import messages as m
 from seabattle.protocol.codec import encode_frame
 from seabattle.protocol.errors import ErrorCode, LocalProtocolError, RemoteProtocolError

@@ -23,8 +23,9 @@ import trio
 import trio.testing
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from helpers import SMALL, TC, Bot, Closed, connect, fire_honestly, start_server
+from seabattle.bots.play import BotResult, play_match
+from seabattle.bots.strategies import make_strategy
 from seabattle.client import api
-from seabattle.client.bots import make_strategy
 from seabattle.client.events import (
     GameEnded,
     GameStarted,
@@ -113,8 +114,8 @@ class Watched:
         h._emit = emit  # type: ignore[method-assign]
 
 
-async def _bot(h: api.MatchHandle, seed: int, out: dict[int, api.BotResult]) -> None:
-    out[seed] = await api.play_match(h, make_strategy("random"), random.Random(seed))
+async def _bot(h: api.MatchHandle, seed: int, out: dict[int, BotResult]) -> None:
+    out[seed] = await play_match(h, make_strategy("random"), random.Random(seed))
 
 
 # -- 4.1 and 4.6: a server that answers nothing does not hold the client ---------------------------
@@ -154,7 +155,7 @@ async def test_a_silent_node_is_given_up_and_a_frozen_one_passed_over(
             ha, invite = await a.create(SMALL, "custody")
             assert invite is not None
             hb = await b.join(invite)
-            out: dict[int, api.BotResult] = {}
+            out: dict[int, BotResult] = {}
             frozen_at: list[float] = []
 
             def freeze() -> None:
@@ -253,7 +254,7 @@ async def test_the_readme_loop_survives_a_server_restart(
             async with api.connect(*addr, name="bot") as c:
                 task_status.started()
                 match = await c.quick(SMALL, "blind")
-                await api.play_match(match, make_strategy("random"), random.Random(5))
+                await play_match(match, make_strategy("random"), random.Random(5))
 
         async with trio.open_nursery() as n:
             n.start_soon(script)

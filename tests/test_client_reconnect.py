@@ -17,8 +17,9 @@ import pytest
 import trio
 import trio.testing
 from helpers import SMALL, cluster_node, start_server
+from seabattle.bots.play import BotResult, play_match
+from seabattle.bots.strategies import make_strategy
 from seabattle.client import api
-from seabattle.client.bots import make_strategy
 from seabattle.client.events import Reconnecting, Resumed, ShotResult
 from seabattle.protocol.record import verify_record
 
@@ -42,8 +43,8 @@ class Watched:
         h._emit = emit  # type: ignore[method-assign]
 
 
-async def _play(h: api.MatchHandle, seed: int, out: dict[int, api.BotResult]) -> None:
-    out[seed] = await api.play_match(h, make_strategy("random"), random.Random(seed))
+async def _play(h: api.MatchHandle, seed: int, out: dict[int, BotResult]) -> None:
+    out[seed] = await play_match(h, make_strategy("random"), random.Random(seed))
 
 
 @pytest.mark.parametrize("mode", ["blind", "custody"])
@@ -57,7 +58,7 @@ async def test_a_dropped_connection_is_resumed_and_the_match_finishes(
             assert invite is not None
             hb = await b.join(invite)
             token = a.wire.resume
-            out: dict[int, api.BotResult] = {}
+            out: dict[int, BotResult] = {}
             async with trio.open_nursery() as n:
                 # After host's second verdict, the network drops its connection.
                 wa = Watched(ha, 2, lambda: n.start_soon(a.wire.stream.aclose))
@@ -91,7 +92,7 @@ async def test_after_a_node_stops_the_client_gets_back_in_through_another(
                 h0, invite = await p0.create(SMALL, "blind")
                 assert invite is not None
                 h1 = await p1.join(invite)
-                out: dict[int, api.BotResult] = {}
+                out: dict[int, BotResult] = {}
                 async with trio.open_nursery() as n:
                     # A deploy: b stops mid-match (after p0's second verdict); a takes it over.
                     w0 = Watched(h0, 2, stop_b.set)

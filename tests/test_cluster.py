@@ -18,8 +18,9 @@ import trio
 import trio.testing
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from helpers import SMALL, Bot, cluster_node, connect, pair, play_both, play_some
+from seabattle.bots.play import BotResult, play_match
+from seabattle.bots.strategies import make_strategy
 from seabattle.client import api
-from seabattle.client.bots import make_strategy
 from seabattle.protocol import messages as m
 from seabattle.protocol.errors import ErrorCode
 from seabattle.protocol.record import verify_record
@@ -27,8 +28,8 @@ from seabattle.protocol.ticket import Ticket, issue_ticket
 from seabattle.server.store import Store
 
 
-async def _play(c: api.Client, match: api.MatchHandle, seed: int) -> api.BotResult:
-    return await api.play_match(match, make_strategy("random"), random.Random(seed))
+async def _play(c: api.Client, match: api.MatchHandle, seed: int) -> BotResult:
+    return await play_match(match, make_strategy("random"), random.Random(seed))
 
 
 async def _verified(addr: tuple[str, int], mid: bytes) -> dict[str, Any]:
@@ -44,7 +45,7 @@ async def test_quick_match_pairs_players_of_two_nodes(
     async with trio.open_nursery() as nodes:
         a, stop_a = await cluster_node(nodes, postgres_db, tmp_path, "a")
         b, stop_b = await cluster_node(nodes, postgres_db, tmp_path, "b")
-        results: dict[str, api.BotResult] = {}
+        results: dict[str, BotResult] = {}
         clients: dict[str, api.Client] = {}
 
         async def player(who: str, addr: tuple[str, int], seed: int) -> None:

@@ -13,8 +13,9 @@ import pytest
 import trio
 from click.testing import CliRunner
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from seabattle.client.api import ConnectionClosed, MatchHandle, RequestFailed, connect, play_bot
-from seabattle.client.bots import make_strategy
+from seabattle.bots.play import play_bot
+from seabattle.bots.strategies import make_strategy
+from seabattle.client.api import ConnectionClosed, MatchHandle, RequestFailed, connect
 from seabattle.client.conformance import conformance
 from seabattle.client.conformance.probe import RULES
 from seabattle.client.conformance.serve import CLIENT_CASES, run_client_suite

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
-from seabattle.client.bots import STRATEGIES, TargetView, make_strategy
+from seabattle.bots.strategies import STRATEGIES, TargetView, make_strategy
 from seabattle.client.cli import main
 from seabattle.client.exact import Board, TooLarge, every_fleet, strategy_turns
 from seabattle.protocol.grid import Cell

@@ -9,8 +9,8 @@ import pytest
 import trio
 import trio.testing
 from helpers import peer_match
+from seabattle.bots.strategies import make_strategy
 from seabattle.client.api import RequestFailed, Wire
-from seabattle.client.bots import make_strategy
 from seabattle.client.peer import BotPlayer, PeerCheated, host, join
 from seabattle.protocol import messages as m
 from seabattle.protocol.errors import ErrorCode, RemoteProtocolError

@@ -8,11 +8,11 @@ from dataclasses import astuple
 
 import pytest
 from click.testing import CliRunner
-from seabattle.client import botsim
-from seabattle.client.bots import DensityStrategy, HuntStrategy, Strategy
-from seabattle.client.botsim import measure
+from seabattle.bots import simulate
+from seabattle.bots.placement import PLACEMENTS, Placer, place_fleet
+from seabattle.bots.simulate import measure
+from seabattle.bots.strategies import DensityStrategy, HuntStrategy, Strategy
 from seabattle.client.cli import main
-from seabattle.client.placement import PLACEMENTS, Placer, place_fleet
 from seabattle.protocol.fleet import Fleet, random_fleet
 from seabattle.protocol.rules import PRESETS, RuleSet
 
@@ -79,7 +79,7 @@ def test_measure_gives_the_same_boards_to_every_strategy_with_the_same_seed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     boards: list[Fleet | None] = []
-    real = botsim.simulate_shots_to_win
+    real = simulate.simulate_shots_to_win
 
     def spy(
         rules: RuleSet,
@@ -91,7 +91,7 @@ def test_measure_gives_the_same_boards_to_every_strategy_with_the_same_seed(
         boards.append(fleet)
         return real(rules, strategy, rng, fleet, times)
 
-    monkeypatch.setattr(botsim, "simulate_shots_to_win", spy)
+    monkeypatch.setattr(simulate, "simulate_shots_to_win", spy)
     density = measure(CLASSIC, DensityStrategy, 5, seed=9)
     measure(CLASSIC, HuntStrategy, 5, seed=9)
     assert boards[:5] == boards[5:] and len(set(boards)) == 5

@@ -9,7 +9,8 @@ import statistics
 
 import pytest
 from click.testing import CliRunner
-from seabattle.client.bots import (
+from seabattle.bots.posterior import Model, Sampler
+from seabattle.bots.strategies import (
     BestStrategy,
     CellState,
     TargetView,
@@ -17,7 +18,6 @@ from seabattle.client.bots import (
     simulate_shots_to_win,
 )
 from seabattle.client.cli import main
-from seabattle.client.posterior import Model, Sampler
 from seabattle.protocol.fleet import Fleet, Placement
 from seabattle.protocol.grid import Cell
 from seabattle.protocol.rules import (

@@ -13,8 +13,9 @@ import pytest
 import trio
 import trio.testing
 from helpers import start_server
+from seabattle.bots.play import play_match
+from seabattle.bots.strategies import make_strategy
 from seabattle.client import api
-from seabattle.client.bots import make_strategy
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -42,7 +43,7 @@ async def test_the_readme_script_plays_a_best_of_three_to_its_end(
     async def bot() -> None:
         async with api.connect(*addr, name="bot") as c:
             match = await c.quick(ns["RULES"], "blind")
-            await api.play_match(match, make_strategy("random"), random.Random(3))
+            await play_match(match, make_strategy("random"), random.Random(3))
 
     with trio.fail_after(600):
         async with trio.open_nursery() as n:

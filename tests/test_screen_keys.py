@@ -149,7 +149,7 @@ class Player(FakeApp):
 
 async def test_a_peer_match_of_three_games_on_the_screen() -> None:
     from helpers import peer_match
-    from seabattle.client.bots import make_strategy
+    from seabattle.bots.strategies import make_strategy
     from seabattle.client.human import ConsolePlayer
     from seabattle.client.peer import BotPlayer
 

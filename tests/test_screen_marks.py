@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from seabattle.client.placement import Placer
+from seabattle.bots.placement import Placer
 from seabattle.protocol.grid import parse_cell
 from seabattle.protocol.rules import PRESETS
 

@@ -24,8 +24,8 @@ import pytest
 import trio
 from helpers import quick_bot
 from pty_process import COLS, ROWS, PtyProcess
-from seabattle.client.api import BotResult
-from seabattle.client.bots import make_strategy
+from seabattle.bots.play import BotResult
+from seabattle.bots.strategies import make_strategy
 from seabattle.client.peer import BotPlayer, PeerResult, join
 
 pyte = pytest.importorskip("pyte")

@@ -17,8 +17,9 @@ import pytest
 import trio
 from helpers import cluster_node
 from helpers import connect as raw_connect
+from seabattle.bots.play import BotResult, play_match
+from seabattle.bots.strategies import make_strategy
 from seabattle.client.api import (
-    BotResult,
     Client,
     Info,
     MatchHandle,
@@ -27,9 +28,7 @@ from seabattle.client.api import (
     ShotResult,
     YourTurn,
     connect,
-    play_match,
 )
-from seabattle.client.bots import make_strategy
 from seabattle.protocol import messages as m
 from seabattle.protocol.errors import ErrorCode
 from seabattle.protocol.grid import Cell

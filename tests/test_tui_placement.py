@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from seabattle.client.placement import PlacementRefused, Placer
+from seabattle.bots.placement import PlacementRefused, Placer
 from seabattle.protocol.fleet import Placement
 from seabattle.protocol.rules import PRESETS, RuleSet, ShipSpec
 

@@ -17,8 +17,8 @@ import pytest
 import trio
 from helpers import peer_match, quick_bot
 from rich.console import Console
-from seabattle.client.api import BotResult
-from seabattle.client.bots import make_strategy
+from seabattle.bots.play import BotResult, play_match
+from seabattle.bots.strategies import make_strategy
 from seabattle.client.human import ConsolePlayer, play_server
 from seabattle.client.match import RunningClock
 from seabattle.client.peer import BotPlayer, PeerResult
@@ -286,7 +286,7 @@ async def test_a_team_match_by_hand_prints_the_team_invitations_and_names_who_ca
     server: tuple[str, int],
 ) -> None:
     # Team play (spec 6.8): the person hosts; three bots join from the codes it prints.
-    from seabattle.client.api import connect, play_match
+    from seabattle.client.api import connect
 
     typist = Typist(8, 8, ["random"], [])
     con, out = console()

@@ -18,8 +18,8 @@ import pytest
 import trio
 from helpers import quick_bot
 from pty_process import PtyProcess
-from seabattle.client.api import BotResult
-from seabattle.client.bots import make_strategy
+from seabattle.bots.play import BotResult
+from seabattle.bots.strategies import make_strategy
 from seabattle.client.peer import BotPlayer, PeerResult, join
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")

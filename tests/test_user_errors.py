@@ -218,7 +218,7 @@ def test_bot_reports_matches_as_json_and_plain_lines(server: Server) -> None:
 
 
 def test_bot_names_an_aborted_match() -> None:
-    from seabattle.client.botplay import BotResult
+    from seabattle.bots.play import BotResult
     from seabattle.client.cli_bot import _bot_line
 
     line = _bot_line(BotResult(b"\0" * 16, 0, None, {}), "p")

@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 import trio
 from helpers import SMALL
+from seabattle.bots.play import BotResult, play_match
+from seabattle.bots.strategies import make_strategy
 from seabattle.client import api
-from seabattle.client.bots import make_strategy
 from seabattle.protocol.record import verify_record
 from test_user_errors import CLI, one_error, seabattle
 
@@ -39,8 +40,8 @@ def _hostport(addr: str) -> tuple[str, int]:
     return host, int(port)
 
 
-async def _play(match: api.MatchHandle, seed: int) -> api.BotResult:
-    return await api.play_match(match, make_strategy("random"), random.Random(seed))
+async def _play(match: api.MatchHandle, seed: int) -> BotResult:
+    return await play_match(match, make_strategy("random"), random.Random(seed))
 
 
 async def test_two_workers_share_the_port_and_the_store(tmp_path: Path, db: str) -> None:

@@ -1,7 +1,7 @@
 """A bot strategy playing one side of a game locally, for ``seabattle bot --stats``.
 
-Pure computation, as :mod:`seabattle.client.bots`, which re-exports :func:`simulate_shots_to_win`,
-but for the clock that times each move.
+Pure computation, as :mod:`.strategies`, which re-exports :func:`simulate_shots_to_win`, but for
+the clock that times each move.
 :func:`measure` plays many games on boards drawn from their own seeded stream, so that two
 strategies measured with the same seed and placement face the same boards.
 """
@@ -16,15 +16,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from seabattle.client.targeting import _UNKNOWN, TargetView
 from seabattle.protocol.fleet import Fleet, random_fleet
 from seabattle.protocol.grid import Cell
 from seabattle.protocol.rules import RuleSet, SalvoReport, ShotMode, SunkReport
 from seabattle.protocol.verdict import Result, Shot, radar_cells, true_answer
 
-from .targeting import _UNKNOWN, TargetView
-
 if TYPE_CHECKING:
-    from .bots import Strategy
+    from .strategies import Strategy
 
 __all__ = ["ShotStats", "measure", "simulate_shots_to_win"]
 

@@ -137,8 +137,8 @@ async def off_loop(placement: str, fn: Callable[..., _T], *args: Any) -> _T:
 def _evasive(rules: RuleSet, rng: random.Random, placed: dict[int, Placement] | None) -> Fleet:
     """The draw a density shooter took longest to sink in :data:`EVASIVE_ROUNDS`' race."""
     # Loaded when used, as _prior's sampler is: placing by hand needs no shooter.
-    from .bots import DensityStrategy
-    from .botsim import simulate_shots_to_win
+    from .simulate import simulate_shots_to_win
+    from .strategies import DensityStrategy
 
     draws = [random_fleet(rules, rng, placed=placed) for _ in range(EVASIVE_DRAWS)]
     # The games' own stream comes from ``rng``, so a seed replays the same fleet.
@@ -160,8 +160,9 @@ def _prior(rules: RuleSet) -> tuple[float, ...]:
     before its first shot (its sampler, run long on the empty board, from a fixed seed): a fleet
     on unlikely cells is among the last it looks for. Where ships may not touch the uniform
     fleet favours edges and corners, which the density shooter's per-ship count misses."""
+    from seabattle.client.targeting import TargetView
+
     from .posterior import Sampler  # posterior imports nothing of this module
-    from .targeting import TargetView
 
     sampler, view, rng = Sampler(), TargetView(rules), random.Random(0)
     sampler.min_sweeps = sampler.max_sweeps = _PRIOR_SWEEPS

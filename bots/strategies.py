@@ -1,13 +1,14 @@
-"""Bot strategies for the reference client: what an attacker knows, and where to fire next.
+"""Bot strategies: what an attacker knows, and where to fire next.
 
 Pure computation: no I/O, no clock, and no randomness of its own (the caller passes a
 ``random.Random``), so a seeded game replays exactly.
 
 Strategies (:class:`RandomStrategy`, :class:`HuntStrategy`, :class:`DensityStrategy`,
 :class:`BestStrategy`, the strongest: posterior sampling by :mod:`.posterior`) only read a
-:class:`TargetView`, the attacker's tracking grid (:mod:`.targeting`, with its theory of operation:
-what the view infers from what the rules reveal). :func:`simulate_shots_to_win` plays one side of a
-game locally, for ``seabattle bot --stats`` (:mod:`.botsim`). Both are importable from here too.
+:class:`TargetView`, the attacker's tracking grid (:mod:`seabattle.client.targeting`, with its
+theory of operation: what the view infers from what the rules reveal). :func:`simulate_shots_to_win`
+plays one side of a game locally, for ``seabattle bot --stats`` (:mod:`.simulate`). Both are
+importable from here too.
 """
 
 from __future__ import annotations
@@ -17,12 +18,7 @@ import random
 from collections import Counter
 from typing import Protocol
 
-from seabattle.protocol.grid import Cell
-from seabattle.protocol.rules import SunkReport
-
-from .botsim import simulate_shots_to_win
-from .posterior import Estimate, Sampler
-from .targeting import (
+from seabattle.client.targeting import (
     _CROSSED,
     _FIRED,
     _HIT,
@@ -33,6 +29,11 @@ from .targeting import (
     TargetView,
     _placements,
 )
+from seabattle.protocol.grid import Cell
+from seabattle.protocol.rules import SunkReport
+
+from .posterior import Estimate, Sampler
+from .simulate import simulate_shots_to_win
 
 __all__ = [
     "DEFAULT_STRATEGY",

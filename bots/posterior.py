@@ -36,9 +36,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from seabattle.client.targeting import (
+    _CROSSED,
+    _HIT,
+    _MISS,
+    _SUNK,
+    _UNKNOWN,
+    TargetView,
+    _placements,
+)
 from seabattle.protocol.rules import RuleSet, SunkReport
-
-from .targeting import _CROSSED, _HIT, _MISS, _SUNK, _UNKNOWN, TargetView, _placements
 
 __all__ = ["Estimate", "Model", "Sampler"]
 

@@ -1,17 +1,12 @@
-"""Bots over the network: a :mod:`seabattle.client.bots` strategy playing a server match."""
+"""Bots over the network: a :mod:`.strategies` strategy playing a server match."""
 
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from seabattle.protocol.grid import Cell
-from seabattle.protocol.rules import RuleSet, SunkReport
-from seabattle.protocol.verdict import Result, SunkClaim, Verdict
-
-from .events import (
+from seabattle.client.events import (
     GameEnded,
     GameStarted,
     LieDetected,
@@ -21,64 +16,13 @@ from .events import (
     ShotResult,
     YourTurn,
 )
-from .match import MatchHandle
+from seabattle.client.match import MatchHandle
+from seabattle.client.targeting import TargetView, feed_view, view_from_snapshot
 
 if TYPE_CHECKING:
-    from .api import Client
+    from seabattle.client.api import Client
 
-__all__ = ["BotResult", "feed_view", "play_bot", "play_match"]
-
-
-def feed_view(view: Any, rules: RuleSet, cells: Sequence[Cell], radar: bool, v: Verdict) -> None:
-    """Tell a :class:`~seabattle.client.bots.TargetView` what verdict ``v`` on ``cells`` showed."""
-    if radar:
-        if v.found is not None:
-            view.radar(cells[0], rules.radar_size, v.found)
-        return
-    if v.total is not None:
-        # A total hides which cells hit, but its sunk claims still name (or show) the ships.
-        view.salvo_total(list(cells), v.total, [_claim(rules, k) for k in v.sunk])
-        return
-    for c, res in zip(cells, v.results, strict=True):
-        if res.result is Result.MISS:
-            view.miss(c)
-        elif res.result is Result.HIT:
-            view.hit(c)
-        else:
-            ship, shown = (None, None) if res.sunk is None else _claim(rules, res.sunk)
-            view.sunk(c, ship, shown)
-
-
-def _claim(rules: RuleSet, claim: SunkClaim) -> tuple[int | None, tuple[Cell, ...] | None]:
-    """What a sunk claim tells: the ship's fleet index, and its cells when shown."""
-    if rules.sunk is SunkReport.SILENT:
-        return None, None
-    shown = None
-    if claim.opening is not None:
-        shown = claim.opening.placement.cells(rules.fleet[claim.ship].length)
-    return claim.ship, shown
-
-
-def view_from_snapshot(rules: RuleSet, board: dict[str, Any]) -> Any:
-    """A :class:`~seabattle.client.bots.TargetView` of the opponent's grid as a snapshot shows it
-    (``view["boards"][opponent]``, spec 6.6): what a bot knows again after a reconnect."""
-    from seabattle.client.bots import TargetView
-
-    view = TargetView(rules)
-    cols = rules.cols
-    for i, result in board.get("fired", ()):
-        # nil: fired at in a salvo reported as a total, its result unknown: left as it is.
-        if result == "miss":
-            view.miss(Cell(*divmod(i, cols)))
-        elif result in ("hit", "sunk"):
-            view.hit(Cell(*divmod(i, cols)))
-    for ship, cells in board.get("sunk", ()):
-        if cells:  # a shown ship; an unshown sinking is found again from its hits
-            shown = tuple(Cell(*divmod(i, cols)) for i in cells)
-            view.sunk(shown[-1], ship, shown)
-    for i in board.get("crossed", ()):
-        view.crossed(Cell(*divmod(i, cols)))
-    return view
+__all__ = ["BotResult", "play_bot", "play_match"]
 
 
 @dataclass
@@ -106,10 +50,8 @@ async def play_match(
     *,
     placement: str = "uniform",
 ) -> BotResult:
-    """Play ``match`` to its end with a :class:`~seabattle.client.bots.Strategy`, placing every
-    game's fleet by ``placement`` (:data:`~seabattle.client.placement.PLACEMENTS`)."""
-    from seabattle.client.bots import TargetView
-
+    """Play ``match`` to its end with a :class:`~.strategies.Strategy`, placing every game's
+    fleet by ``placement`` (:data:`~.placement.PLACEMENTS`)."""
     from .placement import off_loop, place_fleet
 
     rng = rng or random.SystemRandom()
