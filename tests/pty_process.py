@@ -35,7 +35,7 @@ class PtyProcess:
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
         env = dict(os.environ, TERM="xterm-256color", COLUMNS=str(COLS), LINES=str(ROWS))
         env.pop("NO_COLOR", None)
-        argv = [sys.executable, "-c", "from seabattle.client.cli import main; main()", *args]
+        argv = [sys.executable, "-c", "from seabattle.cli.main import main; main()", *args]
         proc = await trio.lowlevel.open_process(
             argv, stdin=slave, stdout=slave, stderr=slave, env=env
         )

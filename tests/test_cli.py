@@ -12,7 +12,7 @@ import trio
 from click.testing import CliRunner
 from helpers import peer_match, start_server
 from seabattle.bots.strategies import make_strategy
-from seabattle.client.cli import main
+from seabattle.cli.main import main
 from seabattle.client.peer import BotPlayer
 from seabattle.protocol.record import dump_record, load_record
 from seabattle.protocol.rules import PRESETS
@@ -128,7 +128,7 @@ def test_peer_demo_runs() -> None:
 
 
 async def test_bot_command_plays_on_a_server_and_saves_records(tmp_path: Path) -> None:
-    from seabattle.client.cli import _bot_server
+    from seabattle.cli.main import _bot_server
 
     pytest.importorskip("seabattle.server.app")
     rules = PRESETS["classic-8x8"]
@@ -165,7 +165,7 @@ def test_serve_starts_and_stops_on_sigint(tmp_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            "from seabattle.client.cli import main; main()",
+            "from seabattle.cli.main import main; main()",
             "serve",
             "--port",
             "0",

@@ -25,7 +25,7 @@ from seabattle.protocol.record import dump_record, load_record, verify_record
 
 pytest.importorskip("seabattle.server.app")
 
-CLI = [sys.executable, "-c", "from seabattle.client.cli import main; main()"]
+CLI = [sys.executable, "-c", "from seabattle.cli.main import main; main()"]
 
 
 async def seabattle(*args: str) -> subprocess.CompletedProcess[bytes]:

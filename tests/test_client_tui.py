@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from seabattle.client.tui import parse_move, render_grids
+from seabattle.cli.tui import parse_move, render_grids
 from seabattle.protocol.commit import Committed
 from seabattle.protocol.errors import ProtocolError
 from seabattle.protocol.fleet import Fleet

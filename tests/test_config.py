@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 import trio
 from click.testing import CliRunner
-from seabattle.client.cli import main
+from seabattle.cli.main import main
 from seabattle.client.wire import ConnectionClosed
 from seabattle.server.settings import OPTIONS, SettingsError, load
 
-CLI = [sys.executable, "-c", "from seabattle.client.cli import main; main()"]
+CLI = [sys.executable, "-c", "from seabattle.cli.main import main; main()"]
 
 
 def test_an_option_beats_a_variable_which_beats_the_file(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-CLI = [sys.executable, "-c", "from seabattle.client.cli import main; main()"]
+CLI = [sys.executable, "-c", "from seabattle.cli.main import main; main()"]
 
 
 def _run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 from seabattle.bots.strategies import STRATEGIES, TargetView, make_strategy
-from seabattle.client.cli import main
+from seabattle.cli.main import main
 from seabattle.client.exact import Board, TooLarge, every_fleet, strategy_turns
 from seabattle.protocol.grid import Cell
 from seabattle.protocol.rules import BadRules, RuleSet, ShipSpec, SunkReport, preset

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from helpers import interrupt, server_process
-from seabattle.client.cli import main as cli
+from seabattle.cli.main import main as cli
 from seabattle.common.latency import CpuLatencyError, cpu_latency, current
 
 
@@ -31,7 +31,7 @@ def test_the_request_is_held_for_the_block_and_given_back_after() -> None:
 
 def test_a_server_holds_it_while_it_serves_and_not_after(tmp_path: Path) -> None:
     before = current()
-    cli_main = "from seabattle.client.cli import main; main()"
+    cli_main = "from seabattle.cli.main import main; main()"
     where = ["--port", "0", "--db", str(tmp_path / "db"), "--key", str(tmp_path / "k")]
     with server_process(cli_main, "serve", *where, "--cpu-latency-us", "0") as proc:
         assert proc.stdout is not None

@@ -12,7 +12,7 @@ from seabattle.bots import simulate
 from seabattle.bots.placement import PLACEMENTS, Placer, place_fleet
 from seabattle.bots.simulate import measure
 from seabattle.bots.strategies import DensityStrategy, HuntStrategy, Strategy
-from seabattle.client.cli import main
+from seabattle.cli.main import main
 from seabattle.protocol.fleet import Fleet, random_fleet
 from seabattle.protocol.rules import PRESETS, RuleSet
 

@@ -17,7 +17,7 @@ from seabattle.bots.strategies import (
     make_strategy,
     simulate_shots_to_win,
 )
-from seabattle.client.cli import main
+from seabattle.cli.main import main
 from seabattle.protocol.fleet import Fleet, Placement
 from seabattle.protocol.grid import Cell
 from seabattle.protocol.rules import (

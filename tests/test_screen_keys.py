@@ -1,6 +1,6 @@
 """The game screen's keys, in-process: what a player presses on the board, and what it asks.
 
-:class:`~seabattle.client.screen.ScreenUI` runs as it does under the screen, on trio, with a
+:class:`~seabattle.cli.screen.ScreenUI` runs as it does under the screen, on trio, with a
 stand-in for the Textual app that keeps what it would draw and passes on keys as the app does.
 The screen itself, through a real terminal, is in test_screen_pty.py.
 """
@@ -20,7 +20,7 @@ from seabattle.protocol.game import Game
 from seabattle.protocol.grid import parse_cell
 from seabattle.protocol.rules import PRESETS, RuleSet, rules_from_dict
 
-screen = pytest.importorskip("seabattle.client.screen")
+screen = pytest.importorskip("seabattle.cli.screen")
 
 
 class FakeApp:
@@ -150,7 +150,7 @@ class Player(FakeApp):
 async def test_a_peer_match_of_three_games_on_the_screen() -> None:
     from helpers import peer_match
     from seabattle.bots.strategies import make_strategy
-    from seabattle.client.human import ConsolePlayer
+    from seabattle.cli.human import ConsolePlayer
     from seabattle.client.peer import BotPlayer
 
     rules = rules_from_dict(

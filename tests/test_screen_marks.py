@@ -9,7 +9,7 @@ from seabattle.bots.placement import Placer
 from seabattle.protocol.grid import parse_cell
 from seabattle.protocol.rules import PRESETS
 
-screen = pytest.importorskip("seabattle.client.screen_view")
+screen = pytest.importorskip("seabattle.cli.screen_view")
 
 
 def marked(placer: Placer, vertical: bool) -> set[str]:

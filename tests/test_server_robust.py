@@ -135,7 +135,7 @@ async def test_ratings_travel_as_integers(
 
 
 def test_sigint_right_after_the_address_shuts_down_gracefully(tmp_path: Path) -> None:
-    code = "import sys; from seabattle.client.cli import main; sys.argv[0] = 'seabattle'; main()"
+    code = "import sys; from seabattle.cli.main import main; sys.argv[0] = 'seabattle'; main()"
     args = ["serve", "--port", "0", "--db", str(tmp_path / "db"), "--key", str(tmp_path / "k")]
     with server_process(code, *args) as proc:
         assert proc.stdout is not None

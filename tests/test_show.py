@@ -18,8 +18,8 @@ import pytest
 from chromium import Browser
 from click.testing import CliRunner
 from helpers import from_json
-from seabattle.client.cli import main
-from seabattle.client.show import replay_record
+from seabattle.cli.main import main
+from seabattle.cli.show import replay_record
 from seabattle.protocol.record import dump_record
 
 VECTORS = Path(__file__).parent.parent / "spec" / "vectors"

@@ -633,7 +633,7 @@ def test_serve_on_a_database_it_cannot_open_says_one_line(db: str, tmp_path: Pat
         bad = urlsplit(db)._replace(path="/seabattle_no_such_db").geturl()
     else:
         bad = str(tmp_path / "nowhere" / "s.db")
-    serve = "from seabattle.client.cli import main; main()"
+    serve = "from seabattle.cli.main import main; main()"
     args = ["serve", "--port", "0", "--key", str(tmp_path / "k"), "--db", bad]
     done = subprocess.run(
         [sys.executable, "-c", serve, *args], capture_output=True, text=True, timeout=60

@@ -1,6 +1,6 @@
 """The terminal player driven in-process: typed lines in, the screen's text out, whole games.
 
-Each test types into a :class:`~seabattle.client.tui.TerminalUI` through a scripted line reader and
+Each test types into a :class:`~seabattle.cli.tui.TerminalUI` through a scripted line reader and
 reads what a person would see from a ``Console(file=StringIO(), force_terminal=True, width=100)``,
 against a bot over real TCP (peer play) or through the real server (refereed play).
 """
@@ -19,10 +19,10 @@ from helpers import peer_match, quick_bot
 from rich.console import Console
 from seabattle.bots.play import BotResult, play_match
 from seabattle.bots.strategies import make_strategy
-from seabattle.client.human import ConsolePlayer, play_server
+from seabattle.cli.human import ConsolePlayer, play_server
+from seabattle.cli.tui import Quit, TerminalUI
 from seabattle.client.match import RunningClock
 from seabattle.client.peer import BotPlayer, PeerResult
-from seabattle.client.tui import Quit, TerminalUI
 from seabattle.protocol.game import Game
 from seabattle.protocol.rules import PRESETS, rules_from_dict
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from test_server_errors import _self_signed
 
-CLI = [sys.executable, "-c", "from seabattle.client.cli import main; main()"]
+CLI = [sys.executable, "-c", "from seabattle.cli.main import main; main()"]
 TIMEOUT = 60
 
 
@@ -219,7 +219,7 @@ def test_bot_reports_matches_as_json_and_plain_lines(server: Server) -> None:
 
 def test_bot_names_an_aborted_match() -> None:
     from seabattle.bots.play import BotResult
-    from seabattle.client.cli_bot import _bot_line
+    from seabattle.cli.bot import _bot_line
 
     line = _bot_line(BotResult(b"\0" * 16, 0, None, {}), "p")
     assert line.startswith("aborted") and "{}" not in line

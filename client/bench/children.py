@@ -271,7 +271,7 @@ def _workers_argv(workdir: Path, workers: int, env: dict[str, str]) -> list[str]
     env.update(
         SEABATTLE_RATE="1000000", SEABATTLE_BURST="1000000", SEABATTLE_MAX_CLIENTS="10000000"
     )
-    cli = "from seabattle.client.cli import main; main()"
+    cli = "from seabattle.cli.main import main; main()"
     db, key = str(workdir / "bench.sqlite"), str(workdir / "server.key")
     where = ["--port", "0", "--db", os.environ.get(DB_ENV) or db, "--key", key]
     return [sys.executable, "-c", cli, "serve", "--workers", str(workers), *where, "--json"]

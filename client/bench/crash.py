@@ -48,7 +48,7 @@ RULES = {"preset": "classic"}
 _PACE = 0.012  #: seconds between a player's shots
 _HANDSHAKE = 10.0  #: seconds a connection's handshake may take before the node counts as gone
 _PROBE = 77  #: the request id of a reconnecting player's "is my match over?" get_record
-_SERVE = [sys.executable, "-c", "from seabattle.client.cli import main; main()", "serve"]
+_SERVE = [sys.executable, "-c", "from seabattle.cli.main import main; main()", "serve"]
 
 
 class _Gone(Exception):

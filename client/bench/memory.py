@@ -263,7 +263,7 @@ def main(
             info = json.loads(server.stdout.readline())
             while not (folder / "before.json").exists():  # no connection before the first look
                 time.sleep(0.1)
-            cli = "from seabattle.client.cli import main; main()"
+            cli = "from seabattle.cli.main import main; main()"
             bench = subprocess.Popen(
                 [sys.executable, "-c", cli, "bench", "--server", info["listening"],
                  "--matches", str(matches), "--pace", "2", "--duration", "60", "--mode", mode,

@@ -30,7 +30,7 @@ from .figures import machine
 
 __all__ = ["main", "soak_run"]
 
-_BENCH = [sys.executable, "-c", "from seabattle.client.cli import main; main()", "bench"]
+_BENCH = [sys.executable, "-c", "from seabattle.cli.main import main; main()", "bench"]
 
 
 def _sample(pid: int) -> tuple[float, int]:

@@ -1,7 +1,7 @@
 """What the terminal player sees: grids, the rule set and its house rules, refusals, game ends.
 
 Everything here is pure (rules, boards and fleets in, :mod:`rich` renderables or strings out), so
-that the terminal shells (:mod:`seabattle.client.tui`) and the command line share one wording. The
+that the terminal shells (:mod:`seabattle.cli.tui`) and the command line share one wording. The
 glyphs are ASCII so that the grids read the same on a plain terminal as on a colour one; colour
 only adds to them.
 """

@@ -2,8 +2,8 @@
 
 Each is a thin shell over one request of the scripting API (:meth:`Client.watch`,
 :meth:`~Client.ladder`, :meth:`~Client.list`, :meth:`~Client.get_record`) on a connection opened
-by :func:`.cli_common.open_client`; a refusal (an unknown match, a private one) is one line on
-stderr and exit status 1, as is anything :func:`.cli_common.run_client` catches.
+by :func:`.common.open_client`; a refusal (an unknown match, a private one) is one line on
+stderr and exit status 1, as is anything :func:`.common.run_client` catches.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ import click
 from rich.table import Table
 from seabattle.protocol import messages as m
 
-from .cli_common import Conn, connection_options, console, open_client, run_client
+from .common import Conn, connection_options, console, open_client, run_client
 
 if TYPE_CHECKING:
-    from .api import Client
+    from seabattle.client.api import Client
 
 __all__ = ["fetch_record", "ladder", "matches", "record", "save_record", "watch"]
 

@@ -20,7 +20,7 @@ from rich.console import Console
 from seabattle.protocol.rules import PRESETS, BadRules, RuleSet, preset, rules_from_dict
 
 if TYPE_CHECKING:
-    from .api import Client
+    from seabattle.client.api import Client
 
 __all__ = [
     "Conn",

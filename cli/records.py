@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from .cli_common import console
+from .common import console
 
 __all__ = ["verify"]
 

@@ -1,6 +1,6 @@
 """The line mode: typed lines in, rich text out, for a person playing off the game screen.
 
-The game screen (:mod:`seabattle.client.screen`) is what a terminal gets; this is what a pipe, a
+The game screen (:mod:`seabattle.cli.screen`) is what a terminal gets; this is what a pipe, a
 dumb terminal or ``--line`` gets, and what the tests drive. :class:`GameUI` is what both offer
 the shells.
 
@@ -12,7 +12,7 @@ that the loop keeps answering the opponent while the person thinks, and a prompt
 cancels leaves no reader behind to swallow the next line. Tests pass their own reader (an async
 function of the prompt) and a ``Console(file=StringIO())``, and drive whole games in-process.
 
-The two shells that use it, peer play and refereed play, are in :mod:`seabattle.client.human`.
+The two shells that use it, peer play and refereed play, are in :mod:`seabattle.cli.human`.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from rich.console import Console, RenderableType
 from rich.text import Text
 from seabattle.bots.placement import HELP as PLACEMENT_HELP
 from seabattle.bots.placement import PlacementRefused, Placer, off_loop
+from seabattle.client.match import RunningClock
 from seabattle.protocol.errors import ProtocolError
 from seabattle.protocol.fleet import Fleet
 from seabattle.protocol.game import Game
@@ -38,7 +39,6 @@ from seabattle.protocol.grid import Cell, parse_cell
 from seabattle.protocol.rules import RuleSet, SunkReport
 from seabattle.protocol.verdict import Verdict
 
-from .match import RunningClock
 from .render import (
     LEGEND,
     explain_refusal,
@@ -88,7 +88,7 @@ MOVE_HELP = (
 
 
 def screen_wanted(line: bool = False) -> bool:
-    """Whether the full-screen game (:mod:`seabattle.client.screen`) is for this terminal:
+    """Whether the full-screen game (:mod:`seabattle.cli.screen`) is for this terminal:
     standard input and output are both terminals, the terminal can address its cells (not
     ``TERM=dumb``), and the player did not ask for the line mode (``line``)."""
     import os
@@ -102,8 +102,8 @@ class Quit(Exception):
 
 
 class GameUI(Protocol):
-    """What the shells of :mod:`seabattle.client.human` talk to: :class:`TerminalUI` (the line
-    mode) or :class:`~seabattle.client.screen.ScreenUI` (the game screen)."""
+    """What the shells of :mod:`seabattle.cli.human` talk to: :class:`TerminalUI` (the line
+    mode) or :class:`~seabattle.cli.screen.ScreenUI` (the game screen)."""
 
     def say(self, text: str | RenderableType, style: str | None = None) -> None:
         """Tell the player something."""
@@ -398,7 +398,8 @@ class TerminalUI:
     # -- placing ---------------------------------------------------------------------------------
 
     async def place(self, rules: RuleSet, game: int, clock: ClockSource | None = None) -> Fleet:
-        """Place a fleet by hand, ship by ship (:class:`~.placement.Placer`); fixed when done."""
+        """Place a fleet by hand, ship by ship (:class:`~seabattle.bots.placement.Placer`); fixed
+        when done."""
         placer = Placer(rules, self.placement)
         order = " (in fleet order)" if rules.ordered_placement else ""
         self.say(f"game {game}: place your fleet{order}. {PLACEMENT_HELP}", "bold")

@@ -1,8 +1,8 @@
 """A person at the terminal, in peer play (:class:`ConsolePlayer`) or on a server (play_server).
 
-Both shells hand the talking to one :class:`~seabattle.client.tui.GameUI`, the game screen
-(:class:`~seabattle.client.screen.ScreenUI`) or the line mode
-(:class:`~seabattle.client.tui.TerminalUI`): the rules and any house rule first, then each game's
+Both shells hand the talking to one :class:`~seabattle.cli.tui.GameUI`, the game screen
+(:class:`~seabattle.cli.screen.ScreenUI`) or the line mode
+(:class:`~seabattle.cli.tui.TerminalUI`): the rules and any house rule first, then each game's
 placement ship by ship, both grids for every shot, every result and refusal explained, and at the
 end the reason and both fleets. The shells tell it the state after every change (``show``); the
 line mode draws it when it asks for a shot, the screen at once.
@@ -21,14 +21,7 @@ from typing import Any
 
 import trio
 from rich.console import Console
-from seabattle.protocol import messages as m
-from seabattle.protocol.errors import ErrorCode, ProtocolError
-from seabattle.protocol.fleet import Fleet
-from seabattle.protocol.game import Game, Phase
-from seabattle.protocol.rules import RuleSet
-from seabattle.protocol.verdict import Result, Shot, Verdict
-
-from .events import (
+from seabattle.client.events import (
     GameEnded,
     GameStarted,
     IncomingShot,
@@ -40,10 +33,17 @@ from .events import (
     ShotResult,
     YourTurn,
 )
-from .match import MatchHandle, RunningClock
-from .peer import Move, Player
+from seabattle.client.match import MatchHandle, RunningClock
+from seabattle.client.peer import Move, Player
+from seabattle.client.wire import ConnectionClosed
+from seabattle.protocol import messages as m
+from seabattle.protocol.errors import ErrorCode, ProtocolError
+from seabattle.protocol.fleet import Fleet
+from seabattle.protocol.game import Game, Phase
+from seabattle.protocol.rules import RuleSet
+from seabattle.protocol.verdict import Result, Shot, Verdict
+
 from .tui import ClockSource, GameUI, LineReader, Quit, TerminalUI, describe_verdict
-from .wire import ConnectionClosed
 
 __all__ = ["ConsolePlayer", "play_server"]
 
@@ -359,7 +359,7 @@ async def play_server(
     once it has ended, before the connection closes (``play --save`` fetches the record there).
     ``ui`` replaces the line mode (``console``, ``read``, ``placement``): the game screen.
     """
-    from .api import connect
+    from seabattle.client.api import connect
 
     if ui is None:
         ui = TerminalUI(console, read, placement=placement)

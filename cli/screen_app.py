@@ -1,6 +1,6 @@
 """The game screen's widgets: a thin Textual app that shows what it is given and passes keys on.
 
-Everything a player sees is decided on the trio side (:mod:`seabattle.client.screen`), which hands
+Everything a player sees is decided on the trio side (:mod:`seabattle.cli.screen`), which hands
 this app whole renderables (:class:`View`) and log lines; the app keeps only what is local to the
 terminal: which widget has the focus, the line being edited and its history. What the player does
 goes back as events (:data:`Input`): ``("line", text)`` for an entered line, ``("key", name)`` for

@@ -1,7 +1,7 @@
-"""What the game screen shows, drawn from the state of a :class:`~seabattle.client.screen.ScreenUI`.
+"""What the game screen shows, drawn from the state of a :class:`~seabattle.cli.screen.ScreenUI`.
 
-Pure: the state in, one :class:`~seabattle.client.screen_app.View` of :mod:`rich` renderables out
-(the grids themselves are :mod:`seabattle.client.render`'s, shared with the line mode). Drawn on
+Pure: the state in, one :class:`~seabattle.cli.screen_app.View` of :mod:`rich` renderables out
+(the grids themselves are :mod:`seabattle.cli.render`'s, shared with the line mode). Drawn on
 trio's side, where the clocks are read.
 """
 
@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 from seabattle.bots.placement import PlacementRefused, Placer
+from seabattle.client.match import RunningClock
 from seabattle.protocol.fleet import Placement
 from seabattle.protocol.game import Game, Phase
 from seabattle.protocol.grid import Cell
 from seabattle.protocol.rules import RuleSet, SunkReport
 
-from .match import RunningClock
 from .render import board_glyph, grid_lines, house_badge, house_rules, placement_glyph, ship_list
 from .screen_app import View
 

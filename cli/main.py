@@ -1,14 +1,16 @@
 """The ``seabattle`` command line: rules, serve, bot, verify, demo, and peer play (host/join).
 
-Every command is a thin shell over the library: ``api`` for servers, ``peer`` for peer play,
-``bots`` for strategies, ``protocol.record`` for verification. Exit codes: 0 success, 1 a verified
-failure (a record that does not verify, a lost connection), 2 a usage error (click's own).
+Every command is a thin shell over the libraries: ``seabattle.client`` (``api`` for servers,
+``peer`` for peer play), ``seabattle.bots`` for strategies, ``protocol.record`` for verification.
+Exit codes: 0 success, 1 a verified failure (a record that does not verify, a lost connection), 2
+a usage error (click's own).
 
 This module holds the group and ``rules``; the other commands live beside it, by what they do:
-:mod:`.cli_serve` (``serve``, ``demo``), :mod:`.cli_bot` (``bot``), :mod:`.cli_play` (``play``),
-:mod:`.cli_peer` (``host``, ``join``), :mod:`.cli_records` (``verify``), :mod:`.cli_keys`
-(``keys``), :mod:`.cli_lobby` (``watch``, ``ladder``, ``matches``, ``record``) and :mod:`.show`
-(``show``), sharing :mod:`.cli_common`. Their heavier imports (the server above all) stay inside the
+:mod:`.serve` (``serve``, ``demo``), :mod:`.bot` (``bot``), :mod:`.play` (``play``), :mod:`.peer`
+(``host``, ``join``), :mod:`.records` (``verify``), :mod:`.keys` (``keys``), :mod:`.lobby`
+(``watch``, ``ladder``, ``matches``, ``record``) and :mod:`.show` (``show``), sharing
+:mod:`.common`; the terminal game is :mod:`.human` over :mod:`.tui` (the line mode) or
+:mod:`.screen` (the full screen). Their heavier imports (the server above all) stay inside the
 commands.
 """
 
@@ -20,15 +22,15 @@ import click
 from rich.table import Table
 from seabattle.protocol.rules import PRESETS, BadRules, preset
 
-from .cli_bot import _bot_server as _bot_server  # re-exported: tests drive it directly
-from .cli_bot import bot
-from .cli_common import console
-from .cli_keys import keys
-from .cli_lobby import ladder, matches, record, watch
-from .cli_peer import host_cmd, join_cmd
-from .cli_play import play
-from .cli_records import verify
-from .cli_serve import demo, serve
+from .bot import _bot_server as _bot_server  # re-exported: tests drive it directly
+from .bot import bot
+from .common import console
+from .keys import keys
+from .lobby import ladder, matches, record, watch
+from .peer import host_cmd, join_cmd
+from .play import play
+from .records import verify
+from .serve import demo, serve
 from .show import show
 
 __all__ = ["main"]
@@ -81,7 +83,7 @@ def rules(name: str | None, as_json: bool) -> None:
     table = Table(title=f"Rules: {r.name}", show_header=False)
     table.add_column("option", style="bold")
     table.add_column("value")
-    from seabattle.client.render import describe_rules
+    from seabattle.cli.render import describe_rules
 
     for k, v in describe_rules(r):
         table.add_row(k, v)
@@ -109,8 +111,8 @@ for _command in (
 def _add_lazy_commands() -> None:
     # The load generator and the conformance suite live in their own modules; registering them
     # here keeps `seabattle --help` complete.
-    from .bench import bench
-    from .conformance import conformance
+    from seabattle.client.bench import bench
+    from seabattle.client.conformance import conformance
 
     main.add_command(bench)
     main.add_command(conformance)

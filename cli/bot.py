@@ -1,8 +1,8 @@
 """``seabattle bot``: a bot on a server, or a strategy measured locally (``--stats``).
 
 This module holds the command, the matches a bot plays on a server (:func:`_bot_server`),
-and the local measurement (:func:`.botsim.measure`: uniform boards from a seeded stream, the same
-for every strategy).
+and the local measurement (:func:`seabattle.bots.simulate.measure`: uniform boards from a seeded
+stream, the same for every strategy).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from rich.console import Console
 from seabattle.bots.strategies import DEFAULT_STRATEGY, STRATEGIES
 from seabattle.protocol.rules import RuleSet
 
-from .cli_common import (
+from .common import (
     Conn,
     _rules_arg,
     _rules_map,
@@ -31,7 +31,7 @@ from .cli_common import (
     open_client,
     run_client,
 )
-from .cli_play import PLACEMENT
+from .play import PLACEMENT
 
 if TYPE_CHECKING:
     from seabattle.bots.play import BotResult
@@ -93,8 +93,7 @@ def exact_report(
     legal fleet once, and the optimum, greedy on the exact posterior, and one-step rollout over
     it; a figure whose computation passes ``budget`` states is ``None``."""
     from seabattle.bots.strategies import make_strategy
-
-    from .exact import Board, TooLarge, strategy_turns
+    from seabattle.client.exact import Board, TooLarge, strategy_turns
 
     try:
         board = Board(rules, budget=budget)
@@ -294,7 +293,7 @@ async def _bot_server(
             else:
                 say(f"match {res.match_id.hex()}: {_bot_line(res, client.player)}")
             if save and res.ended:
-                from .cli_lobby import fetch_record
+                from .lobby import fetch_record
 
                 out = Path(save) / f"{res.match_id.hex()}.sbr"
                 await fetch_record(client, res.match_id, out)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 from seabattle.bots.placement import PLACEMENTS
 
-from .cli_common import (
+from .common import (
     Conn,
     _rules_arg,
     _rules_map,
@@ -20,7 +20,8 @@ from .cli_common import (
 )
 
 if TYPE_CHECKING:
-    from .match import MatchHandle
+    from seabattle.client.match import MatchHandle
+
     from .tui import GameUI
 
 __all__ = ["LINE_OPTION", "PLACEMENT", "play"]
@@ -87,10 +88,10 @@ def play(
     """Play one match by hand on a server: the game screen (both boards, both clocks, typed or
     aimed cells), or the line mode off a terminal or with --line. A quick match, or a private
     one: --invite prints the code that the opponent's --join takes."""
-    from seabattle.client.human import play_server
-    from seabattle.client.tui import screen_wanted
+    from seabattle.cli.human import play_server
+    from seabattle.cli.tui import screen_wanted
 
-    from .cli_lobby import save_record, summary
+    from .lobby import save_record, summary
 
     if invite and join_code is not None:
         raise click.UsageError("--invite opens a match and --join takes one: give one of them")
@@ -134,7 +135,7 @@ def play(
 
     run_client(conn, check)
     if screen_wanted(line):
-        from seabattle.client.screen import run as on_screen
+        from seabattle.cli.screen import run as on_screen
 
         run_client(conn, run, lambda fn: on_screen(fn, placement=placement))
     else:

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 import click
 import trio
 
-from .cli_common import _hostport, _rules_arg, _unwrap, console
-from .cli_play import LINE_OPTION
+from .common import _hostport, _rules_arg, _unwrap, console
+from .play import LINE_OPTION
 
 if TYPE_CHECKING:
     from .tui import GameUI
@@ -26,7 +26,7 @@ def _peer_player(bot_name: str | None, seed: int | None, ui: GameUI | None = Non
     from seabattle.client.peer import BotPlayer
 
     if bot_name is None:
-        from seabattle.client.human import ConsolePlayer
+        from seabattle.cli.human import ConsolePlayer
 
         return ConsolePlayer(console, ui=ui)
     rng = random.Random(seed) if seed is not None else None
@@ -56,11 +56,11 @@ def _peer_reporter(
 
 def _runner(bot_name: str | None, line: bool) -> Callable[[Callable[..., Any]], Any]:
     """How a peer command runs: a person at a terminal on the game screen, else ``trio.run``."""
-    from seabattle.client.tui import screen_wanted
+    from seabattle.cli.tui import screen_wanted
 
     if bot_name is not None or not screen_wanted(line):
         return trio.run
-    from seabattle.client.screen import run
+    from seabattle.cli.screen import run
 
     screen: Callable[[Callable[..., Any]], Any] = run
     return screen
@@ -92,8 +92,8 @@ def _run_peer(
 ) -> Any:
     """Run a peer match (by ``runner``: ``trio.run`` or the game screen's); a person leaving, or
     the other side going away, ends it with a message."""
+    from seabattle.cli.tui import Quit
     from seabattle.client.peer import PeerCheated
-    from seabattle.client.tui import Quit
     from seabattle.client.wire import ConnectionClosed
 
     try:

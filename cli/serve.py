@@ -16,7 +16,7 @@ import click
 import trio
 from seabattle.protocol.rules import RuleSet
 
-from .cli_common import _rules_arg, _rules_map, console
+from .common import _rules_arg, _rules_map, console
 
 __all__ = ["demo", "serve"]
 

@@ -1,12 +1,12 @@
 """The full-screen game for people: both boards, both clocks, the fleets, the rules, one screen.
 
 Theory of operation. :func:`run` is ``trio.run`` with the screen up: it starts the Textual app
-(:mod:`seabattle.client.screen_app`) on asyncio's loop and runs the trio program as a *guest* on
+(:mod:`seabattle.cli.screen_app`) on asyncio's loop and runs the trio program as a *guest* on
 that loop (``trio.lowlevel.start_guest_run``), so both live on one thread. The game side,
 :class:`ScreenUI`, has the same methods as the line mode's
-:class:`~seabattle.client.tui.TerminalUI` (``say``, ``place``, ``move``, ...), so that the shells of
-:mod:`seabattle.client.human` drive either; it keeps the state of the screen, draws it whole into
-renderables (:class:`~seabattle.client.screen_app.View`) and hands them to the app with
+:class:`~seabattle.cli.tui.TerminalUI` (``say``, ``place``, ``move``, ...), so that the shells of
+:mod:`seabattle.cli.human` drive either; it keeps the state of the screen, draws it whole into
+renderables (:class:`~seabattle.cli.screen_app.View`) and hands them to the app with
 ``App.call_later``, and it takes what the player does from the app through
 ``TrioToken.run_sync_soon``: the only two crossings between the loops.
 
@@ -15,7 +15,7 @@ Why Textual, and why guest mode (measured on this project's 2-core machine, load
 * Textual against prompt_toolkit, a minimal full-screen app on a 100 x 40 pty redrawing 4 times a
   second: first frame 0.42 s against 0.28 s (import 0.55 s against 0.23 s), 0.61 s against 0.38 s
   of CPU over its first 10 s, 3.6 kB/s against 0.65 kB/s to the terminal. prompt_toolkit is
-  lighter, but Textual draws the :mod:`rich` renderables of :mod:`seabattle.client.render` as they
+  lighter, but Textual draws the :mod:`rich` renderables of :mod:`seabattle.cli.render` as they
   are (one wording for the line mode and the screen), brings focus, an input line with editing
   and a layout, and costs nothing that a person at a terminal, or ssh, would notice.
 * Guest mode against the UI's loop in a thread of its own: trio's socket round trip is 230 us in
@@ -249,7 +249,7 @@ class ScreenUI:
 
     async def ask(self, prompt: str, on_key: Callable[[str], str | None] | None = None) -> str:
         """Show ``prompt``, read one line (or a key that ``on_key`` turns into one); raises
-        :class:`~seabattle.client.tui.Quit` on ``quit`` or Ctrl-C."""
+        :class:`~seabattle.cli.tui.Quit` on ``quit`` or Ctrl-C."""
         assert self._recv is not None, "ScreenUI runs under screen.run"
         self.prompt = prompt
         self._on_key = on_key or (lambda key: self._move_cursor(key))

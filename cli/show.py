@@ -45,7 +45,7 @@ from seabattle.protocol.record import RecordError, load_record, verify_record
 from seabattle.protocol.rules import BadRules, RuleSet, rules_from_dict
 from seabattle.protocol.verdict import Result, Shot, Verdict
 
-from .cli_common import console
+from .common import console
 
 __all__ = ["GameReplay", "Replay", "ShowError", "Step", "replay_record", "show"]
 
@@ -309,7 +309,7 @@ _BADGE = {"verified": "[green]proof verified[/green]", "deferred": "[yellow]defe
 
 
 def _print_boards(rp: Replay, game: GameReplay, boards: list[dict[str, Any]]) -> None:
-    from seabattle.client.render import _side_by_side
+    from seabattle.cli.render import _side_by_side
 
     rules = rp.rules
     grids = [_text_grid(rules, boards[s], game.fleets[s], f"seat {s}") for s in (0, 1)]
@@ -317,7 +317,7 @@ def _print_boards(rp: Replay, game: GameReplay, boards: list[dict[str, Any]]) ->
 
 
 def _text_grid(rules: RuleSet, board: dict[str, Any], occ: list[int] | None, title: str) -> Any:
-    from seabattle.client.render import _CROSSED, _MARK, _SHIP, _WATER, _grid
+    from seabattle.cli.render import _CROSSED, _MARK, _SHIP, _WATER, _grid
 
     fired = {i: Result(r) if r else None for i, r in board["fired"]}
     sunk = {i for _, cells in board["sunk"] if cells for i in cells}
@@ -339,7 +339,7 @@ def _text_grid(rules: RuleSet, board: dict[str, Any], occ: list[int] | None, tit
 
 def print_replay(rp: Replay, *, boards: bool = False) -> None:
     """Print ``rp`` move by move: the verdict, each game's fleets, every step and its proof."""
-    from seabattle.client.render import LEGEND
+    from seabattle.cli.render import LEGEND
 
     verdict = "[green]verifies[/green]" if rp.ok else f"[red]does not verify[/red]: {rp.reason}"
     console.print(
