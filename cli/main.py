@@ -112,7 +112,7 @@ def _add_lazy_commands() -> None:
     # The load generator and the conformance suite live in their own modules; registering them
     # here keeps `seabattle --help` complete.
     from seabattle.client.bench import bench
-    from seabattle.client.conformance import conformance
+    from seabattle.conformance import conformance
 
     main.add_command(bench)
     main.add_command(conformance)

@@ -15,7 +15,7 @@ from typing import Any
 
 import trio
 from click.testing import CliRunner
-from seabattle.client.conformance import CASES, Outcome, Report, conformance, run_suite
+from seabattle.conformance import CASES, Outcome, Report, conformance, run_suite
 from seabattle.protocol import messages as m
 from seabattle.protocol.codec import FrameDecoder, encode_frame
 from seabattle.protocol.errors import ErrorCode, RemoteProtocolError

@@ -16,11 +16,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.bots.play import play_bot
 from seabattle.bots.strategies import make_strategy
 from seabattle.client.api import ConnectionClosed, MatchHandle, RequestFailed, connect
-from seabattle.client.conformance import conformance
-from seabattle.client.conformance.probe import RULES
-from seabattle.client.conformance.serve import CLIENT_CASES, run_client_suite
 from seabattle.client.peer import BotPlayer, PeerCheated, join
 from seabattle.client.wire import Wire, client_handshake
+from seabattle.conformance import conformance
+from seabattle.conformance.probe import RULES
+from seabattle.conformance.serve import CLIENT_CASES, run_client_suite
 from seabattle.protocol import messages as m
 from seabattle.protocol.errors import RemoteProtocolError
 from seabattle.protocol.session import Role
@@ -136,7 +136,7 @@ async def test_our_lean_client_takes_a_copy_of_its_own_verdict_for_what_it_is(
     # A lean client applies its verdict as it sends it (spec 5.7); a copy arriving anyway (a
     # session resumed while the verdict was on its way) must not be applied a second time,
     # which its own copy of the game would refuse, wrongly disputing an honest record.
-    from seabattle.client.conformance import serve_script
+    from seabattle.conformance import serve_script
 
     real = serve_script.RefereedMatch._copy
 
