@@ -18,8 +18,11 @@ feeds :class:`~.inputs.Expire` when it runs out. The game never reads a clock.
 
 Every input goes through :meth:`Game.feed`, which enforces the one transition table
 :data:`.state.TRANSITIONS`: an input the table lacks in the current phase is refused with
-``WRONG_PHASE`` (``GAME_OVER`` once over), naming the phase and the input; an input whose handling
-would move the game along an edge the table does not list raises :class:`LocalProtocolError`.
+``WRONG_PHASE`` (``GAME_OVER`` once over), naming the phase and the input. Each input's handler
+says which of the table's edges its input takes (a :data:`Step`: the phase it leads to, and the
+events), and one method, ``Game._enter``, moves the game along that edge: the phase is set nowhere
+else (:meth:`Game.replay`'s fast paths included), and an edge the table does not list raises
+:class:`LocalProtocolError` with the phase unchanged.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from .inputs import (
     GameEvent,
     GameInput,
     GameOver,
+    Input,
     Radar,
     Resign,
     RevealDue,
@@ -79,7 +83,12 @@ __all__ = [
     "Game",
     "Outcome",
     "Phase",
+    "Step",
 ]
+
+#: What an input's handler returns: the phase the input leads to (one of the table's edges out of
+#: the phase it came in, which ``Game._enter`` checks before it sets it) and the events that follow.
+Step = tuple[Phase, list[GameEvent]]
 
 #: The phases each (phase, input) pair may lead to: :data:`TRANSITIONS` without the prose.
 _LEADS: dict[tuple[Phase, str], frozenset[Phase]] = {
@@ -87,9 +96,14 @@ _LEADS: dict[tuple[Phase, str], frozenset[Phase]] = {
 }
 # Enum members read on every shot, bound once: reading one off its class costs ~0.1 us.
 _SETUP, _FIRING, _ANSWER, _REVEAL = Phase.SETUP, Phase.FIRING, Phase.ANSWER, Phase.REVEAL
+_OVER = Phase.OVER
+_FIRE_IN, _ANSWER_IN = Input.FIRE, Input.ANSWER
 _MISS, _SUNK, _SINGLE = Result.MISS, Result.SUNK, ShotMode.SINGLE
 _ANSWER_ENTRY = frozenset({"in", "seat", "verdict"})
 _FIRE_ENTRY = frozenset({"in", "seat", "member", "cells"})
+#: The edges :meth:`Game.replay`'s fast paths take: a ``fire`` in ``firing``, an ``answer`` in
+#: ``answer`` (each checks its phase first).
+_FIRE_LEADS, _ANSWER_LEADS = _LEADS[_FIRING, _FIRE_IN], _LEADS[_ANSWER, _ANSWER_IN]
 
 
 class Game:
@@ -155,33 +169,41 @@ class Game:
             code = ErrorCode.GAME_OVER if phase is Phase.OVER else ErrorCode.WRONG_PHASE
             raise Refused(code, f"{inp.NAME.value!r} is not allowed in phase {phase.value!r}")
         # The inputs of every shot first: a match statement tries its cases in order.
+        step: Step
         match inp:
             case Fire():
-                events = self._fire(inp)
+                step = self._fire(inp)
             case Answer():
-                events = self._answer(inp)
+                step = self._answer(inp)
             case Commit():
-                events = self._commit(inp)
+                step = self._commit(inp)
             case SetFirst():
-                events = self._set_first(inp)
+                step = self._set_first(inp)
             case Radar():
-                events = self._radar(inp)
+                step = self._radar(inp)
             case Expire():
-                events = self._expire(inp)
+                step = self._expire(inp)
             case Resign():
-                events = self._resign(inp)
+                step = self._resign(inp)
             case Abandon():
-                events = self._abandon(inp)
+                step = self._abandon(inp)
             case RevealFleet():
-                events = self._reveal(inp)
+                step = self._reveal(inp)
             case _:
                 assert_never(inp)
-        if self.phase not in leads:
+        return self._enter(inp.NAME, leads, step)
+
+    def _enter(self, name: Input, leads: frozenset[Phase], step: Step) -> list[GameEvent]:
+        """Move the game along the edge ``step`` takes for input ``name``, one of ``leads`` (the
+        table's edges out of the current phase for it): the one place the phase is set."""
+        phase, events = step
+        if phase not in leads:
             raise LocalProtocolError(
                 ErrorCode.INTERNAL_ERROR,
-                f"{inp.NAME.value!r} in phase {phase.value!r} led to {self.phase.value!r}, "
+                f"{name.value!r} in phase {self.phase.value!r} led to {phase.value!r}, "
                 "an edge the transition table does not list",
             )
+        self.phase = phase
         return events
 
     def replay(self, entry: Any) -> list[GameEvent]:
@@ -196,16 +218,17 @@ class Game:
         """
         if type(entry) is dict:
             kind = entry.get("in")
-            events = None
             if kind == "answer" and entry.keys() == _ANSWER_ENTRY:
-                events = self._replay_answer(entry)
+                step = self._replay_answer(entry)
+                if step is not None:
+                    return self._enter(_ANSWER_IN, _ANSWER_LEADS, step)
             elif kind == "fire" and entry.keys() == _FIRE_ENTRY:
-                events = self._replay_fire(entry)
-            if events is not None:
-                return events
+                step = self._replay_fire(entry)
+                if step is not None:
+                    return self._enter(_FIRE_IN, _FIRE_LEADS, step)
         return self.feed(input_from_entry(entry, self.rules))
 
-    def _replay_fire(self, e: dict[str, Any]) -> list[GameEvent] | None:
+    def _replay_fire(self, e: dict[str, Any]) -> Step | None:
         """:meth:`replay` of a single shot, or ``None`` (nothing changed) to go the general way.
 
         The checks of that way for a single shot at a cell not fired at, before anything changes:
@@ -234,10 +257,9 @@ class Game:
         self.transcript.append(e)
         shot = new_shot(self._shot_count + 1, seat, (cell,))
         self.pending = shot
-        self.phase = _ANSWER
-        return [new_shot_called(shot)]
+        return _ANSWER, [new_shot_called(shot)]
 
-    def _replay_answer(self, e: dict[str, Any]) -> list[GameEvent] | None:
+    def _replay_answer(self, e: dict[str, Any]) -> Step | None:
         """:meth:`replay` of an answer entry, or ``None`` (nothing changed) to go the general way.
 
         Every check of that way for such a verdict is made, before anything changes: the entry's
@@ -367,12 +389,12 @@ class Game:
             return Shot(n, e["seat"], (parse_cell(e["at"], r.rows, r.cols),), radar=True)
         return Shot(n, e["seat"], tuple(parse_cell(c, r.rows, r.cols) for c in e["cells"]))
 
-    def _end(self, outcome: Outcome) -> list[GameEvent]:
+    def _end(self, outcome: Outcome, *before: GameEvent) -> Step:
+        """The game ends with ``outcome`` (after the events ``before``)."""
         self._reveal_shots = None
-        self.phase = Phase.OVER
         self.outcome = outcome
         self.pending = None
-        return [GameOver(outcome)]
+        return _OVER, [*before, GameOver(outcome)]
 
     def deadline(self) -> tuple[Deadline, int] | None:
         """The clock that should run now and its length in seconds, or ``None``.
@@ -415,7 +437,7 @@ class Game:
 
     # -- setup -----------------------------------------------------------------------------------
 
-    def _commit(self, inp: Commit) -> list[GameEvent]:
+    def _commit(self, inp: Commit) -> Step:
         # Refused if already committed, malformed or mirrored.
         seat, commitment = inp.seat, inp.commitment
         self._seat(seat)
@@ -432,27 +454,29 @@ class Game:
         self.roots[seat] = root
         # The commitment is kept anyway: the transcript rebuilds the entry from the input.
         self._log(inp.entry(), inp.entry)
-        return [Committed(seat, root), *self._maybe_start()]
+        return self._maybe_start([Committed(seat, root)])
 
-    def _set_first(self, inp: SetFirst) -> list[GameEvent]:
+    def _set_first(self, inp: SetFirst) -> Step:
         # From the lot or the match's rule; may come before or after the commits.
         self._seat(inp.seat)
         if self.first is not None:
             raise Refused(ErrorCode.WRONG_PHASE, "the first player is already decided")
         self.first = inp.seat
         self._log(inp.entry())
-        return self._maybe_start()
+        return self._maybe_start([])
 
-    def _maybe_start(self) -> list[GameEvent]:
+    def _maybe_start(self, events: list[GameEvent]) -> Step:
+        """Setup goes on (with ``events``), or firing begins once both fleets and the first
+        player are known."""
         if self.first is None or None in self.commitments:
-            return []
-        self.phase = Phase.FIRING
+            return _SETUP, events
         self.turn = self.first
-        return [FiringBegan(self.first)]
+        events.append(FiringBegan(self.first))
+        return _FIRING, events
 
     # -- firing ----------------------------------------------------------------------------------
 
-    def _fire(self, inp: Fire) -> list[GameEvent]:
+    def _fire(self, inp: Fire) -> Step:
         seat, cells = inp.seat, inp.cells
         self._check_mover(seat, inp.member)
         r = self.rules
@@ -487,10 +511,9 @@ class Game:
         self.transcript.append(inp.entry())
         shot = new_shot(self._shot_count + 1, seat, cells)
         self.pending = shot
-        self.phase = _ANSWER
-        return [new_shot_called(shot)]
+        return _ANSWER, [new_shot_called(shot)]
 
-    def _radar(self, inp: Radar) -> list[GameEvent]:
+    def _radar(self, inp: Radar) -> Step:
         # Instead of firing, once per game.
         seat, top_left = inp.seat, inp.at
         self._check_mover(seat, inp.member)
@@ -506,8 +529,7 @@ class Game:
         shot = Shot(self._shot_count + 1, seat, (top_left,), radar=True)
         self.boards[1 - seat].radar_used = True
         self.pending = shot
-        self.phase = _ANSWER
-        return [ShotCalled(shot)]
+        return _ANSWER, [ShotCalled(shot)]
 
     def _check_mover(self, seat: int, member: int) -> None:
         if seat not in (0, 1):  # _seat(seat), inline: every shot
@@ -519,15 +541,14 @@ class Game:
         if not 0 <= member < self.rules.team_size:
             raise Refused(ErrorCode.NOT_CALLER, f"the team has no member {member}")
 
-    def _lose_shot(self, seat: int, why: str) -> list[GameEvent]:
+    def _lose_shot(self, seat: int, why: str) -> Step:
         self.shots_taken[seat] += 1
         self.turn = nxt = 1 - seat
-        self.phase = Phase.FIRING
-        return [ShotLost(seat, why, nxt)]
+        return _FIRING, [ShotLost(seat, why, nxt)]
 
     # -- verdicts --------------------------------------------------------------------------------
 
-    def _answer(self, inp: Answer) -> list[GameEvent]:
+    def _answer(self, inp: Answer) -> Step:
         # A verdict of the wrong shape is refused (the defender may send it again). A verdict
         # whose openings do not match the commitment, or contradict what it says, loses the game
         # at once.
@@ -554,7 +575,7 @@ class Game:
             )
         return self._apply(shot, verdict)
 
-    def _apply(self, shot: Shot, v: Verdict) -> list[GameEvent]:
+    def _apply(self, shot: Shot, v: Verdict) -> Step:
         r = self.rules
         seat = 1 - shot.seat
         board = self.boards[seat]
@@ -562,46 +583,39 @@ class Game:
         if self._shot_list is not None:
             self._shot_list.append((shot, v))
         self.pending = None
-        events: list[GameEvent] = []
         if shot.radar:
             self.shots_taken[shot.seat] += 1
             self.turn = seat
-            self.phase = _FIRING
-            return [VerdictGiven(shot, v, seat)]
+            return _FIRING, [VerdictGiven(shot, v, seat)]
         any_hit = board.record(shot.cells, v)
         fired = board.fired
         need = self._fleet_cells
         if board.hits >= need:
             self.provisional = Outcome(shot.seat, EndReason.FLEET_SUNK)
-            self.phase = Phase.REVEAL
             self.turn = None
-            events.append(VerdictGiven(shot, v, None))
-            events.append(RevealDue(self.provisional))
-            return events
+            return _REVEAL, [VerdictGiven(shot, v, None), RevealDue(self.provisional)]
         open_cells = self._cells - len(fired) - len(board.crossed)
         if open_cells < need - board.hits:
             # Fewer cells left to fire at than ship cells left to hit: the verdicts given so far
             # cannot all be true of a legal fleet. Waiting would only stall the game.
-            events.append(VerdictGiven(shot, v, None))
-            return events + self._end(
+            return self._end(
                 Outcome(
                     shot.seat,
                     EndReason.FALSE_PROOF,
                     f"seat {seat}'s verdicts leave {open_cells} open cells for "
                     f"{need - board.hits} unhit ship cells",
-                )
+                ),
+                VerdictGiven(shot, v, None),
             )
         again = r.keeps_turn(any_hit)
         if not again:
             self.shots_taken[shot.seat] += 1
         self.turn = nxt = shot.seat if again else seat
-        self.phase = _FIRING
-        events.append(new_verdict_given(shot, v, nxt))
-        return events
+        return _FIRING, [new_verdict_given(shot, v, nxt)]
 
     # -- time, resignation, absence --------------------------------------------------------------
 
-    def _expire(self, inp: Expire) -> list[GameEvent]:
+    def _expire(self, inp: Expire) -> Step:
         # The clock ran out: apply the rules' consequence.
         kind = inp.clock
         now = self.deadline()
@@ -650,13 +664,13 @@ class Game:
                 self.faults[s] = (EndReason.NO_REVEAL, f"seat {s} did not reveal its fleet")
         return self._finish()
 
-    def _resign(self, inp: Resign) -> list[GameEvent]:
+    def _resign(self, inp: Resign) -> Step:
         seat = inp.seat  # gives up: the opponent wins
         self._seat(seat)
         self._log(inp.entry())
         return self._end(Outcome(1 - seat, EndReason.RESIGNED, f"seat {seat} resigned"))
 
-    def _abandon(self, inp: Abandon) -> list[GameEvent]:
+    def _abandon(self, inp: Abandon) -> Step:
         seat = inp.seat  # stayed away beyond the disconnect grace period: the opponent wins
         self._seat(seat)
         self._log(inp.entry())
@@ -664,7 +678,7 @@ class Game:
 
     # -- the reveal ------------------------------------------------------------------------------
 
-    def _reveal(self, inp: RevealFleet) -> list[GameEvent]:
+    def _reveal(self, inp: RevealFleet) -> Step:
         # Every verdict the seat gave is checked against its fleet.
         seat, reveal = inp.seat, inp.reveal
         self._seat(seat)
@@ -674,10 +688,11 @@ class Game:
         self.reveals[seat] = reveal
         self.faults[seat] = self.check_reveal(seat, reveal)
         fault = self.faults[seat]
-        events: list[GameEvent] = [Revealed(seat, reveal, fault[1] if fault else None)]
+        revealed = Revealed(seat, reveal, fault[1] if fault else None)
         if all(self.reveals[s] is not None or self.faults[s] is not None for s in (0, 1)):
-            events += self._finish()
-        return events
+            phase, events = self._finish()
+            return phase, [revealed, *events]
+        return _REVEAL, [revealed]
 
     def check_reveal(self, seat: int, reveal: Reveal) -> tuple[EndReason, str] | None:
         """What ``reveal`` shows ``seat`` to have done wrong (``None`` when nothing)."""
@@ -698,7 +713,7 @@ class Game:
         lie = first_lie(r, shots, seat, occ)
         return (EndReason.FALSE_VERDICT, lie) if lie else None
 
-    def _finish(self) -> list[GameEvent]:
+    def _finish(self) -> Step:
         f0, f1 = self.faults
         if f0 and f1:
             return self._end(Outcome(None, EndReason.BOTH_AT_FAULT, f"{f0[1]}; {f1[1]}"))

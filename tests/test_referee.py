@@ -24,7 +24,7 @@ from seabattle.protocol.errors import ErrorCode, LocalProtocolError, ProtocolErr
 from seabattle.protocol.fleet import random_fleet
 from seabattle.protocol.game import Game
 from seabattle.protocol.grid import Cell
-from seabattle.protocol.inputs import Expire, GameInput
+from seabattle.protocol.inputs import Answer, Expire, Fire, GameInput
 from seabattle.protocol.referee import SEAT0, SEAT1, SPECTATORS, Referee, Send
 from seabattle.protocol.rules import (
     RepeatShot,
@@ -520,8 +520,36 @@ def test_an_edge_the_table_lacks_is_a_local_error_naming_it(
     leads = dict(game_module._LEADS)
     leads[(Phase.SETUP, "resign")] = frozenset({Phase.SETUP})  # the code goes to `over`
     monkeypatch.setattr(game_module, "_LEADS", leads)
+    g = Game(CLASSIC, MID)
     with pytest.raises(LocalProtocolError, match="'resign' in phase 'setup' led to 'over'"):
-        Game(CLASSIC, MID).resign(0)
+        g.resign(0)
+    assert g.phase is Phase.SETUP  # the table sets the phase: an edge it lacks is not taken
+
+
+def test_the_replay_fast_paths_take_their_edges_through_the_table(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Game.replay applies a single shot and its proved verdict without feed(); the phase still
+    # moves only along an edge of the table.
+    g, ds = _honest(CLASSIC, 5)
+    g.set_first(0)
+    shot = Fire(0, 0, (Cell(0, 0),)).entry()
+    monkeypatch.setattr(game_module, "_FIRE_LEADS", frozenset({Phase.FIRING}))
+    with pytest.raises(LocalProtocolError, match="'fire' in phase 'firing' led to 'answer'"):
+        g.replay(shot)
+    assert g.phase is Phase.FIRING
+    monkeypatch.undo()
+    g = Game(CLASSIC, MID, compact=False)
+    for seat in (0, 1):
+        g.commit(seat, ds[seat].committed.commitment)
+    g.set_first(0)
+    g.replay(shot)
+    assert g.phase is Phase.ANSWER and g.pending is not None
+    answer = Answer(1, ds[1].answer(g.pending)).entry()
+    monkeypatch.setattr(game_module, "_ANSWER_LEADS", frozenset({Phase.OVER}))
+    with pytest.raises(LocalProtocolError, match="'answer' in phase 'answer' led to 'firing'"):
+        g.replay(answer)
+    assert g.phase is Phase.ANSWER
 
 
 def test_an_input_the_phase_does_not_take_is_refused_naming_both() -> None:
