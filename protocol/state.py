@@ -239,11 +239,6 @@ class Board:
                     todo.append(n)
         return sorted(seen)
 
-    @property
-    def misses(self) -> int:
-        """Number of cells fired at that did not hit, as reported."""
-        return len(self.fired) - self.hits
-
     def afloat(self) -> int:
         """Ships not yet reported sunk."""
         return len(self.rules.fleet) - len(self.sunk)

@@ -282,10 +282,6 @@ class Referee:
 
     # -- sending ----------------------------------------------------------------------------------
 
-    def to_players(self, msg: m.Message) -> None:
-        """Queue ``msg`` for both seated players (every member) that are connected."""
-        _broadcast(msg, [s.peer for s in self.everyone() if s.peer is not None])
-
     def to_all(self, msg: m.Message) -> None:
         """Queue ``msg`` for the players and every spectator (public events only)."""
         _broadcast(msg, self._audience(ALL))

@@ -221,17 +221,6 @@ class JournalStore(StoreBase):
 
         return await self._run(run)
 
-    async def drop_journal(self, match_id: str) -> None:
-        """Forget the journal of a match that ended."""
-
-        def run() -> None:
-            with self._transaction() as cur:
-                self._exec(cur, "DELETE FROM journal WHERE match_id = ?", (match_id,))
-                if self._dialect.name == "sqlite":
-                    self._exec(cur, "DELETE FROM journal_log WHERE match_id = ?", (match_id,))
-
-        await self._run(run)
-
     async def put_resume_token(self, player_id: str, token: bytes, now: int) -> None:
         """Keep (the hash of) ``player_id``'s resume token, replacing an older one."""
 
