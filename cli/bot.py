@@ -89,14 +89,18 @@ def stats_report(
 def exact_report(
     rules: RuleSet, strategy: str, seed: int, budget: int, *, progress: Console
 ) -> dict[str, Any]:
-    """Exact expected turns to win on a small board (:mod:`.exact`): ``strategy`` against every
-    legal fleet once, and the optimum, greedy on the exact posterior, and one-step rollout over
-    it; a figure whose computation passes ``budget`` states is ``None``."""
+    """Exact expected turns to win on a small board (the checkout's ``bench/exact.py``:
+    ``strategy`` against every legal fleet once, and the optimum, greedy on the exact posterior,
+    and one-step rollout over it; a figure whose computation passes ``budget`` states is
+    ``None``. Raises :class:`~.checkout.NoCheckout` outside a checkout of the source."""
     from seabattle.bots.strategies import make_strategy
-    from seabattle.client.exact import Board, TooLarge, strategy_turns
 
+    from .checkout import load_bench
+
+    exact = load_bench("bot --exact", "bench.exact")
+    TooLarge = exact.TooLarge
     try:
-        board = Board(rules, budget=budget)
+        board = exact.Board(rules, budget=budget)
     except TooLarge as e:
         raise click.UsageError(f"--exact is for small boards: {e}") from None
     except ValueError as e:
@@ -108,7 +112,7 @@ def exact_report(
         "seed": seed,
     }
     figures: list[tuple[str, Any]] = [
-        (strategy, partial(strategy_turns, rules, partial(make_strategy, strategy), seed)),
+        (strategy, partial(exact.strategy_turns, rules, partial(make_strategy, strategy), seed)),
         ("greedy", board.greedy),
         ("rollout", board.rollout),
         ("optimal", board.optimal),
@@ -158,7 +162,8 @@ def exact_report(
     "--exact",
     is_flag=True,
     help="On a small board (--rules JSON): the exact expected turns of --strategy against every "
-    "legal fleet, of greedy on the exact posterior, of one-step rollout, and the optimum.",
+    "legal fleet, of greedy on the exact posterior, of one-step rollout, and the optimum "
+    "(from a checkout of the source: the solver is in its bench/).",
 )
 @click.option(
     "--budget",

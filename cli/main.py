@@ -24,6 +24,7 @@ from seabattle.protocol.rules import PRESETS, BadRules, preset
 
 from .bot import _bot_server as _bot_server  # re-exported: tests drive it directly
 from .bot import bot
+from .checkout import NoCheckout, load_bench
 from .common import console
 from .keys import keys
 from .lobby import ladder, matches, record, watch
@@ -108,12 +109,26 @@ for _command in (
     main.add_command(_command)
 
 
+@click.command(
+    "bench",
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    add_help_option=False,
+)
+def _no_bench() -> None:
+    """Load-test a server with bot matches (from a checkout of the source)."""
+    raise NoCheckout("bench")
+
+
 def _add_lazy_commands() -> None:
-    # The load generator and the conformance suite live in their own modules; registering them
-    # here keeps `seabattle --help` complete.
-    from seabattle.client.bench import bench
+    # The conformance suite lives in its own package, the load generator in the checkout's
+    # bench/ (no part of the installed package: without a checkout `seabattle bench` says so);
+    # registering them here keeps `seabattle --help` complete.
     from seabattle.conformance import conformance
 
+    try:
+        bench = load_bench("bench").bench
+    except NoCheckout:
+        bench = _no_bench
     main.add_command(bench)
     main.add_command(conformance)
 

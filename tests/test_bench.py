@@ -14,9 +14,12 @@ from typing import Any
 import pytest
 import trio
 from click.testing import CliRunner
-from seabattle.client.bench import BARS, FIGURES, bench, judge, local_record, time_verify
-from seabattle.client.bench.figures import GENERATOR_LIMIT_PCT, core_skew
-from seabattle.client.bench.players import (
+from seabattle.common.netio import direct
+from seabattle.protocol.rules import preset
+
+from bench import BARS, FIGURES, bench, judge, local_record, time_verify
+from bench.figures import GENERATOR_LIMIT_PCT, core_skew
+from bench.players import (
     Scenario,
     _BarePlayer,
     _make_run,
@@ -24,8 +27,6 @@ from seabattle.client.bench.players import (
     _Pacer,
     _Shooter,
 )
-from seabattle.common.netio import direct
-from seabattle.protocol.rules import preset
 
 
 def _run(*args: str) -> dict[str, Any]:
@@ -299,7 +300,7 @@ def test_with_echo_the_server_copies_moves_back_and_the_durable_relay_does_too()
 
 
 def test_the_journal_write_bench_times_each_way_against_a_bare_write() -> None:
-    from seabattle.client.bench.journal_write import measure
+    from bench.journal_write import measure
 
     report = measure(5, [0.0])
     ways = {r["way"]: r for r in report["runs"]}
@@ -310,7 +311,7 @@ def test_the_journal_write_bench_times_each_way_against_a_bare_write() -> None:
 
 @pytest.mark.parametrize(("mode", "inputs"), [("blind", 2), ("custody", 1)])
 def test_the_core_bench_times_whole_games_of_accepted_shots(mode: str, inputs: int) -> None:
-    from seabattle.client.bench.core import measure
+    from bench.core import measure
 
     # 400 shots in one match outlast a game (100 cells a board), so a new match takes its slot:
     # every shot timed was accepted by the referee, or measure() would have raised.

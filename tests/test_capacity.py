@@ -1,10 +1,10 @@
-"""The capacity figures (``python -m seabattle.client.bench.capacity``) are measured, not assumed:
+"""The capacity figures (``python -m bench.capacity``) are measured, not assumed:
 a short run on a real PostgreSQL reports every figure BENCHMARKS.md's capacity model uses, from
 PostgreSQL's own counters and the processes' CPU time."""
 
 from __future__ import annotations
 
-from seabattle.client.bench.capacity import capacity_run, pairing_run
+from bench.capacity import capacity_run, pairing_run
 
 
 async def test_a_short_capacity_run_reports_every_figure(postgres_db: str) -> None:

@@ -1,4 +1,4 @@
-"""The conformance suite (client/conformance/) against our server, and against a broken one.
+"""The conformance suite (conformance/) against our server, and against a broken one.
 
 Our server must pass every case. A deliberately broken fake server must fail the cases that
 concern what it breaks, so that the suite is known not to be a rubber stamp.

@@ -3,13 +3,14 @@
 The whole operator's story with real processes: ``seabattle serve`` on one store, killed with
 SIGKILL at random moments and started again, blind and custody matches reconnecting and playing
 on; every record verifies and holds every verdict a player was told
-(``python -m seabattle.client.bench.crash --kills 50`` is the long version).
+(``python -m bench.crash --kills 50`` is the long version).
 """
 
 from __future__ import annotations
 
 import trio
-from seabattle.client.bench.crash import crash_run
+
+from bench.crash import crash_run
 
 
 async def test_ten_kills_lose_no_acknowledged_move() -> None:

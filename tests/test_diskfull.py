@@ -4,7 +4,7 @@ match was aborted", play back by itself once space is back, every record whole.
 Real processes, real TCP and a real full filesystem: the store and its journal on a small tmpfs
 (mounting one needs root; without it the test is skipped, or fails when ``CI`` is set), filled
 with a filler file until ENOSPC, kept full, then freed (``python -m
-seabattle.client.bench.diskfull`` is the long version: 4 matches, 15 s full).
+bench.diskfull`` is the long version: 4 matches, 15 s full).
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import os
 
 import pytest
 import trio
-from seabattle.client.bench.diskfull import DiskUnavailable, diskfull_run
+
+from bench.diskfull import DiskUnavailable, diskfull_run
 
 
 async def test_a_full_disk_aborts_nothing_and_play_resumes_by_itself() -> None:

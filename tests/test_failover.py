@@ -5,14 +5,15 @@ back at its match within the lease and 5 seconds.
 Real processes (``seabattle serve --node nI --cluster``), a real PostgreSQL, real TCP: every match
 is opened across two nodes (so it begins with a redirect), the players of a killed node reconnect
 to any node and are seated or redirected where their match went, every record verifies and holds
-every verdict a player was told (``python -m seabattle.client.bench.failover --db URL`` is the
+every verdict a player was told (``python -m bench.failover --db URL`` is the
 long version: 20 kills under 10 pairs).
 """
 
 from __future__ import annotations
 
 import trio
-from seabattle.client.bench.failover import failover_run
+
+from bench.failover import failover_run
 
 
 async def test_three_kills_of_cluster_nodes_lose_no_acknowledged_move(postgres_db: str) -> None:

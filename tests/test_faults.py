@@ -1,6 +1,6 @@
 """The faults an operator meets, injected for real into a three-node cluster under running
 matches: a node paused past its lease and woken after the takeover, the store stopped for less
-than a lease and for three (``python -m seabattle.client.bench.faults`` is the long version:
+than a lease and for three (``python -m bench.faults`` is the long version:
 ten pauses under eight matches).
 
 Real processes (``seabattle serve --node nI --cluster``), a PostgreSQL of the harness's own that
@@ -20,8 +20,9 @@ from typing import Any
 
 import pytest
 import trio
-from seabattle.client.bench.faults import faults_run, read_log, stray_rows
-from seabattle.client.bench.pg import find_bindir
+
+from bench.faults import faults_run, read_log, stray_rows
+from bench.pg import find_bindir
 
 
 @pytest.fixture

@@ -245,7 +245,7 @@ def test_a_ships_free_positions_are_its_candidates_clear_of_the_forbidden_cells(
 def test_the_chain_does_not_stay_on_one_fleet_where_ships_fence_each_other_in() -> None:
     # On a crowded no-touch board a fleet can be one no single ship's step leaves: with single
     # steps only, some hunting estimates here were 0.82 off (one fleet taken for all of them).
-    from seabattle.client.exact import Board, as_fleet
+    from bench.exact import Board, as_fleet
 
     rules = RuleSet(rows=4, cols=4, fleet=(ShipSpec("A", 3), ShipSpec("B", 2)), touching=False)
     board = Board(rules)

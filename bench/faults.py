@@ -1,4 +1,4 @@
-"""``python -m seabattle.client.bench.faults``: the faults an operator meets, injected for real
+"""``python -m bench.faults``: the faults an operator meets, injected for real
 into a three-node cluster under running matches: a node paused past its lease and woken after
 the takeover, and the store stopped and started again.
 

@@ -1,6 +1,6 @@
 """The processes a scenario runs against: the server under test and the bare baselines.
 
-Each is a fresh ``python -m seabattle.client.bench KIND WORKDIR [PROFILE]`` (:func:`_child_main`,
+Each is a fresh ``python -m bench KIND WORKDIR [PROFILE]`` (:func:`_child_main`,
 through the package's ``__main__``) that prints its address as one JSON line and serves until
 SIGTERM; :func:`_child` starts and stops one.
 """
@@ -26,6 +26,7 @@ import msgpack
 import trio
 from seabattle.common.netio import DirectSocket, direct
 
+from .checkout import child_env
 from .figures import _raise_nofile
 from .records import time_verify
 
@@ -199,8 +200,8 @@ def _bench_limits() -> Any:
 
 
 def _child_main(argv: list[str]) -> None:
-    """``python -m seabattle.client.bench KIND WORKDIR [PROFILE]``: serve until SIGTERM;
-    ``python -m seabattle.client.bench verify FILE``: time :func:`time_verify` on the records
+    """``python -m bench KIND WORKDIR [PROFILE]``: serve until SIGTERM;
+    ``python -m bench verify FILE``: time :func:`time_verify` on the records
     in FILE (msgpack list of signed records), print the figures as JSON."""
     if argv[0] == "verify":
         records = msgpack.unpackb(Path(argv[1]).read_bytes(), raw=False)
@@ -291,10 +292,10 @@ def _child(
     each worker's address, and every process's pid: the supervisor's and its workers'); stop it
     after. ``cpu``: the core the child pins itself to; ``cpus``: the cores it (and every process
     it starts, such as ``serve --workers``'s workers) may run on from the start."""
-    env = dict(os.environ)
+    env = child_env()
     if cpu is not None:
         env[_CHILD_ENV] = str(cpu)
-    argv = [sys.executable, "-m", "seabattle.client.bench", kind, str(workdir), profile or ""]
+    argv = [sys.executable, "-m", "bench", kind, str(workdir), profile or ""]
     if workers > 1:
         argv = _workers_argv(workdir, workers, env)
     # A child inherits this process's affinity when it is forked: the generator's own core, where

@@ -1,4 +1,4 @@
-"""``python -m seabattle.client.bench.diskfull``: fill the disk under a single SQLite node's
+"""``python -m bench.diskfull``: fill the disk under a single SQLite node's
 running matches, keep it full, free it, and judge what the players lived through.
 
 Theory of operation. A small tmpfs (``mount -t tmpfs -o size=16m``; root, Linux) holds the

@@ -1,4 +1,4 @@
-"""``python -m seabattle.client.bench.journal_write``: what storing one journal batch costs, each
+"""``python -m bench.journal_write``: what storing one journal batch costs, each
 way the server has, at bot speed and at human pace.
 
 Theory of operation. The journal stores every accepted input before anything it caused is sent

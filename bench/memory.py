@@ -1,4 +1,4 @@
-"""``python -m seabattle.client.bench.memory``: where the server's memory per connection goes.
+"""``python -m bench.memory``: where the server's memory per connection goes.
 
 Starts the bench's server (:func:`.children._child_main`, the bench's limits) in a child process,
 drives it with ``seabattle bench --server`` at human pace (a shot per match every 2 s), and
@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 import click
+
+from .checkout import child_env
 
 _ENV = "SEABATTLE_MEMORY"  # the child's settings, as JSON
 
@@ -253,8 +255,8 @@ def main(
     }
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        code = "from seabattle.client.bench.memory import _server; import sys; _server(sys.argv[1])"
-        env = dict(os.environ, **{_ENV: json.dumps(settings)})
+        code = "from bench.memory import _server; import sys; _server(sys.argv[1])"
+        env = child_env({**os.environ, _ENV: json.dumps(settings)})
         server = subprocess.Popen(
             [sys.executable, "-c", code, tmp], stdout=subprocess.PIPE, env=env
         )

@@ -1,4 +1,4 @@
-"""``python -m seabattle.client.bench.failover --db postgresql://...``: three server nodes on one
+"""``python -m bench.failover --db postgresql://...``: three server nodes on one
 PostgreSQL; kill one with SIGKILL, again and again, and judge what the players lived through:
 nothing acknowledged lost, no match decided by a kill, every player back at its match soon.
 

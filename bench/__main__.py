@@ -1,4 +1,4 @@
-"""``python -m seabattle.client.bench``: the entry of the bench's child processes.
+"""``python -m bench``: the entry of the bench's child processes.
 
 ``KIND WORKDIR [PROFILE]`` serves the server under test or a baseline until SIGTERM; ``verify
 FILE`` times record verification (see :func:`.children._child_main`). The bench starts these

@@ -1,4 +1,4 @@
-"""``python -m seabattle.client.bench.soak --minutes 30``: a long run of bot matches at full speed
+"""``python -m bench.soak --minutes 30``: a long run of bot matches at full speed
 against ``seabattle serve`` as shipped, watching the server's memory and file descriptors.
 
 Theory of operation. ``seabattle serve`` runs on a store in a temporary folder (SQLite, the

@@ -2,8 +2,8 @@
 
 Theory of operation. A *scenario* is M concurrent matches in one trust mode, at bot speed (each
 shot fired as soon as the turn comes) or at a human pace (one shot every T seconds per match). A
-scenario runs twice, each time against a fresh process of its own (``python -m
-seabattle.client.bench CHILD``), pinned to one core while the load generator runs on another:
+scenario runs twice, each time against a fresh process of its own (``python -m bench CHILD``),
+pinned to one core while the load generator runs on another:
 
 * the *target*: the seabattle server (:func:`seabattle.server.app.serve`, SQLite store in a
   temporary folder, per-peer rate limit lifted: bot-speed traffic exceeds it by design), or an
@@ -36,6 +36,12 @@ readings), :mod:`.children` (the server under test and the bare baselines, each 
 started through :mod:`.__main__`), :mod:`.players` (the load generator), :mod:`.records` (the
 verify figure), :mod:`.measure` (one run, and the whole benchmark), :mod:`.report` (the bars and
 the tables) and :mod:`.command` (``seabattle bench``).
+
+The folder is no part of the installed package: it runs from a checkout of the source
+(:mod:`.checkout`), as ``python -m bench.X`` from the root or as ``seabattle bench``. Beside the
+load generator are the measuring scripts (``crash``, ``failover``, ``faults``, ``diskfull``,
+``capacity``, ``soak``, ``memory``, ``core``, ``journal_write``) and the exact solver of small
+boards (:mod:`.exact`, ``seabattle bot --exact``).
 """
 
 from __future__ import annotations

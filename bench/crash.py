@@ -1,4 +1,4 @@
-"""``python -m seabattle.client.bench.crash``: kill the server with SIGKILL, again and again, and
+"""``python -m bench.crash``: kill the server with SIGKILL, again and again, and
 check that no acknowledged move is lost.
 
 Theory of operation. A ``seabattle serve`` process runs on a store in a temporary folder. Pairs of

@@ -1,4 +1,4 @@
-"""``python -m seabattle.client.bench.capacity --db postgresql://...``: what one PostgreSQL costs
+"""``python -m bench.capacity --db postgresql://...``: what one PostgreSQL costs
 per match, per input and per node, measured, for the capacity model in BENCHMARKS.md.
 
 Theory of operation. For each cluster size asked for (``--nodes 1,3``), that many ``seabattle

@@ -26,6 +26,8 @@ from seabattle.protocol.record import build_record, seal, verify_record
 from seabattle.protocol.referee import Referee
 from seabattle.protocol.rules import RuleSet
 
+from .checkout import child_env
+
 __all__ = ["local_record", "time_verify", "time_verify_fresh"]
 
 _log = logging.getLogger("seabattle.bench")
@@ -93,9 +95,11 @@ def time_verify_fresh(records: list[dict[str, Any]]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "records.msgpack"
         path.write_bytes(msgpack.packb(records, use_bin_type=True))
-        argv = [sys.executable, "-m", "seabattle.client.bench", "verify", str(path)]
+        argv = [sys.executable, "-m", "bench", "verify", str(path)]
         try:
-            out = subprocess.run(argv, capture_output=True, check=True, timeout=300).stdout
+            out = subprocess.run(
+                argv, capture_output=True, check=True, timeout=300, env=child_env()
+            ).stdout
             result: dict[str, Any] = json.loads(out)
         except (OSError, subprocess.SubprocessError, ValueError):
             _log.warning("verify in a fresh process failed: timing it here")

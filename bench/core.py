@@ -1,4 +1,4 @@
-"""``python -m seabattle.client.bench.core``: what the pure referee costs a shot, with no I/O.
+"""``python -m bench.core``: what the pure referee costs a shot, with no I/O.
 
 Theory of operation. A server in this design does, for every frame it reads, at least what
 this times: decode the frame body (the strict decoder and the message table), hand the message
