@@ -12,15 +12,15 @@ move; everything naming a match goes to its :class:`~.match.MatchHandle`, which 
 events (:mod:`.events`) that :meth:`MatchHandle.events` drains.
 
 The pieces live in their own modules (:mod:`.wire`: framing and keys; :mod:`.events`;
-:mod:`.match`: one match and its mirror; :mod:`.targeting`: what is known of the opponent's
-grid); this module re-exports them, so ``from seabattle.client.api import connect, MatchHandle,
-YourTurn`` works. Bots that play over it are :mod:`seabattle.bots.play`'s.
+:mod:`.match`: one match and its mirror; :mod:`.lobby`: the lobby's requests, which
+:class:`Client` inherits; :mod:`.targeting`: what is known of the opponent's grid); this module
+re-exports them, so ``from seabattle.client.api import connect, MatchHandle, YourTurn`` works.
+Bots that play over it are :mod:`seabattle.bots.play`'s.
 """
 
 from __future__ import annotations
 
 import builtins
-import math
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -48,6 +48,7 @@ from .events import (
     ShotResult,
     YourTurn,
 )
+from .lobby import Lobby
 from .match import MatchHandle, RunningClock, Tamper
 from .targeting import feed_view
 from .wire import (
@@ -125,8 +126,10 @@ SILENCE = 60.0
 HANDSHAKE_TIMEOUT = 10.0
 
 
-class Client:
-    """An authenticated connection to a server. Made by :func:`connect`."""
+class Client(Lobby):
+    """An authenticated connection to a server. Made by :func:`connect`. Its requests of the
+    lobby (``create``, ``join``, ``quick``, ``list``, ``ladder``, ``get_record``, ``watch``) are
+    :class:`~.lobby.Lobby`'s."""
 
     def __init__(
         self,
@@ -282,83 +285,6 @@ class Client:
         if h is None:
             h = self.matches[match_id] = MatchHandle(self, match_id)
         return h
-
-    async def create(
-        self, rules: dict[str, Any] | None = None, mode: str = "blind", public: bool = True
-    ) -> tuple[MatchHandle, str | None]:
-        """Open a match; returns its handle and the private invitation code. For team rules
-        (spec 6.8) the handle's ``team_invites`` are the invitations to each seat's team."""
-        data = await self._request(
-            lambda i: m.Create(i, rules or {"preset": "classic"}, mode, public)
-        )
-        h = self._handle_for(data["match"])
-        teams = data.get("teams")
-        if isinstance(teams, list) and len(teams) == 2 and all(isinstance(c, str) for c in teams):
-            h.team_invites = (teams[0], teams[1])
-        return h, data.get("invite")
-
-    async def join(self, match: bytes | str) -> MatchHandle:
-        """Take the free seat of a match: by id (bytes or 32 hex digits) or by invitation code
-        (a team's invitation joins that team, spec 6.8; a team match answers once it is full)."""
-        mid: bytes | None = None
-        invite: str | None = None
-        if isinstance(match, bytes):
-            mid = match
-        else:
-            try:
-                raw = bytes.fromhex(match)
-            except ValueError:
-                raw = b""
-            if len(raw) == 16:
-                mid = raw
-            else:
-                invite = match
-        data = await self._request(lambda i: m.Join(i, mid, invite))
-        return self._handle_for(data["match"])
-
-    async def quick(self, rules: dict[str, Any] | None = None, mode: str = "blind") -> MatchHandle:
-        """Pair with the next player asking for the same rules and mode (waits for one)."""
-        data = await self._request(lambda i: m.Quick(i, rules or {"preset": "classic"}, mode))
-        return self._handle_for(data["match"])
-
-    async def list(self) -> builtins.list[dict[str, Any]]:
-        """The open public matches."""
-        data = await self._request(lambda i: m.ListMatches(i))
-        return list(data.get("matches", []))
-
-    async def ladder(self) -> builtins.list[dict[str, Any]]:
-        """The rating ladder rows."""
-        data = await self._request(lambda i: m.Ladder(i))
-        return list(data.get("rows", []))
-
-    async def get_record(self, match_id: bytes | str) -> dict[str, Any]:
-        """The signed record of a finished match (verify it with ``protocol.record``)."""
-        mid = bytes.fromhex(match_id) if isinstance(match_id, str) else match_id
-        data = await self._request(lambda i: m.GetRecord(i, mid))
-        rec = data["record"]
-        if isinstance(rec, bytes):
-            # A record nests deeper than a message may, so servers send its canonical bytes.
-            from seabattle.protocol.record import load_record
-
-            rec = load_record(rec)
-        if not isinstance(rec, dict):
-            raise RequestFailed(ErrorCode.RECORD_INVALID, "the record is neither bytes nor a map")
-        return rec
-
-    @asynccontextmanager
-    async def watch(
-        self, match_id: bytes | str
-    ) -> AsyncIterator[trio.MemoryReceiveChannel[m.Message]]:
-        """Spectate: yields a channel of the snapshot, then the match's public events."""
-        mid = bytes.fromhex(match_id) if isinstance(match_id, str) else match_id
-        send, recv = trio.open_memory_channel[m.Message](math.inf)
-        self._watchers[mid] = send
-        try:
-            await self._request(lambda i: m.Watch(i, mid))
-            yield recv
-        finally:
-            self._watchers.pop(mid, None)
-            send.close()
 
     # -- the reader ------------------------------------------------------------------------------
 
