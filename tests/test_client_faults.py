@@ -35,13 +35,14 @@ from seabattle.client.events import (
     ShotResult,
     YourTurn,
 )
-from seabattle.client.match import _entries, _held, _Shown
 from seabattle.protocol import messages as m
 from seabattle.protocol.commit import Committed
 from seabattle.protocol.fleet import random_fleet
 from seabattle.protocol.game import Game
 from seabattle.protocol.record import verify_record
 from seabattle.protocol.rules import rules_from_dict
+from seabattle.protocol.seat_check import Shown, _held
+from seabattle.protocol.seat_check import entries as kept_entries
 from seabattle.protocol.ticket import Ticket, issue_ticket
 from seabattle.protocol.verdict import Defender
 
@@ -284,8 +285,10 @@ async def test_a_move_made_while_the_connection_is_down_waits_and_goes_once(
             real = a._deliver
 
             async def deliver(msg: m.Message, *, wait: bool) -> int | None:
-                sent.append(msg)
-                return await real(msg, wait=wait)
+                epoch = await real(msg, wait=wait)
+                if epoch is not None:
+                    sent.append(msg)  # it went out (None: it waited for the resume instead)
+                return epoch
 
             a._deliver = deliver  # type: ignore[method-assign]
             async for ev in ha.events():
@@ -305,7 +308,7 @@ async def test_a_move_made_while_the_connection_is_down_waits_and_goes_once(
                     break
                 assert not isinstance(ev, YourTurn), "the move was owed: no second YourTurn"
             fires = [x for x in sent if isinstance(x, m.Fire)]
-            assert len(fires) == 1  # the script's call; the resume sent it on the reader's side
+            assert len(fires) == 1  # the script's call waited; the resume sent it, once
         stop.set()
 
 
@@ -451,25 +454,25 @@ def test_entries_accepted_while_away_are_no_lie_when_the_snapshot_agrees() -> No
     # Away in the reveal phase: the opponent revealed meanwhile (no view shows a reveal), and
     # the snapshot agreed with our mirror; then our own reveal was shown to us.
     mirror = _mirror_of(entries[:-2])
-    gap = (len(_entries(mirror.transcript)), mirror.view())
+    gap = (len(kept_entries(mirror.transcript)), mirror.view())
     mirror.reveal(0, committed[0].reveal())
-    assert _held(gd, _Shown(mirror, outcome, gaps=[gap])) is None
+    assert _held(gd, Shown(mirror, outcome, gaps=[gap])) is None
     # Without the gap, the same record holds an entry we were never shown.
-    assert _held(gd, _Shown(mirror, outcome)) is not None
+    assert _held(gd, Shown(mirror, outcome)) is not None
 
     # Away mid-game, the mirror out of step with the snapshot: it stopped, keeping what it saw.
     seen = _mirror_of(entries[:7])
-    cut = len(_entries(seen.transcript))
-    assert _held(gd, _Shown(seen, None, cut=cut)) is None
+    cut = len(kept_entries(seen.transcript))
+    assert _held(gd, Shown(seen, None, cut=cut)) is None
     # A record altered in what we were shown before the gap is still caught...
     forged = dict(gd, transcript=[dict(e) for e in entries])
     answer = next(i for i, e in enumerate(entries[:7]) if e["in"] == "answer")
     forged["transcript"][answer]["verdict"] = {**entries[answer]["verdict"], "n": 99}
-    assert _held(forged, _Shown(seen, None, cut=cut)) is not None
-    assert _held(forged, _Shown(mirror, outcome, gaps=[gap])) is not None
+    assert _held(forged, Shown(seen, None, cut=cut)) is not None
+    assert _held(forged, Shown(mirror, outcome, gaps=[gap])) is not None
     # ... and so is a gap that does not lead to the view the snapshot showed.
     elsewhere = (gap[0], _mirror_of(entries[:5]).view())
-    assert _held(gd, _Shown(mirror, outcome, gaps=[elsewhere])) is not None
+    assert _held(gd, Shown(mirror, outcome, gaps=[elsewhere])) is not None
 
 
 # -- no false lie: the opponent abandons with our shot in flight ---------------------------------
