@@ -145,9 +145,19 @@ class Seat:
     team play), as the shell feeds it. See the module's theory of operation."""
 
     def __init__(
-        self, match_id: bytes, key: Ed25519PrivateKey, player: str = "", *, lean: bool = False
+        self,
+        match_id: bytes,
+        key: Ed25519PrivateKey,
+        player: str = "",
+        *,
+        lean: bool = False,
+        checking: bool = True,
     ) -> None:
         self.id = match_id
+        #: Whether the seat keeps a mirror and checks the record before co-signing. Only a
+        #: load generator, which trusts its own server, turns this off: it then plays from what
+        #: the verdicts say, as after a gap, and co-signs what it is given.
+        self.checking = checking
         self.key = key
         self.player = player
         #: Whether the connection agreed ``lean`` (4.2); the shell keeps it current.
@@ -329,7 +339,7 @@ class Seat:
             assert self.rules is not None
             self.game_no = msg.game
             self.first = msg.first
-            self.mirror = Game(self.rules, self.id, msg.game)
+            self.mirror = Game(self.rules, self.id, msg.game) if self.checking else None
             self.committed = self.defender = None
             self.clock = None
             self.awaiting_commit = False
@@ -661,7 +671,7 @@ class Seat:
         self.result = dict(msg.result)
         self.head = msg.head
         problem = None
-        if self.disputed is None:
+        if self.disputed is None and self.checking:
             pub = self.key.public_key().public_bytes_raw()
             member = self.member if self.team_play else None
             problem = check_record(
@@ -769,7 +779,7 @@ class Seat:
             self.game_no, self.first = game, view.get("first")
             self.committed = self.defender = None
             self._new_game()
-            fresh = phase == "setup" and not any(view.get("committed", ()))
+            fresh = self.checking and phase == "setup" and not any(view.get("committed", ()))
             self.mirror = Game(self.rules, self.id, game) if fresh else None
             self._emit(GameStarted(game, self.first))
         else:

@@ -252,6 +252,19 @@ def test_every_preset_plays_to_a_cosigned_record(name: str, mode: str) -> None:
     assert not pair.refused
 
 
+@pytest.mark.parametrize("name", ["classic", "russian", "salvo", "salvo-totals"])
+def test_a_seat_that_does_not_check_still_plays_by_the_rules(name: str) -> None:
+    """A load generator's seat keeps no mirror: it still owes what an honest seat owes, and
+    calls as many cells as the rules ask (from the verdicts alone)."""
+    pair = Pair(RULES[name], "blind", seed=5)
+    for machine in pair.seats.values():
+        machine.checking = False
+    pair.run()
+    pair.check()
+    # Which cells the rules cross out is the mirror's to work out: without it, only those.
+    assert all(e.code is ErrorCode.CROSSED_OUT for e in pair.refused)
+
+
 @pytest.mark.parametrize("mode", ["blind", "custody"])
 def test_team_play_one_seat_machine_per_member(mode: str) -> None:
     pair = Pair(rules_from_dict({"preset": "classic", "team_size": 2}), mode, seed=3, teams=True)
