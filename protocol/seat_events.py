@@ -70,6 +70,20 @@ class ShotResult(MatchEvent):
         """Per-cell results (empty for salvo totals and radar)."""
         return [r.result for r in self.verdict.results]
 
+    @property
+    def hit(self) -> bool:
+        """Whether the shot found a ship: a cell hit or sunk, or a salvo total above zero."""
+        v = self.verdict
+        return any(r.result is not Result.MISS for r in v.results) or bool(v.total)
+
+    @property
+    def sunk(self) -> tuple[int, ...]:
+        """The ships the shot sank, by number in the rules' fleet (as far as the rules show)."""
+        v = self.verdict
+        return tuple(r.sunk.ship for r in v.results if r.sunk is not None) + tuple(
+            s.ship for s in v.sunk
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class IncomingShot(MatchEvent):

@@ -37,6 +37,10 @@ class Result(StrEnum):
     HIT = "hit"
     SUNK = "sunk"
 
+    def __repr__(self) -> str:
+        # A printed verdict or event says ``'hit'``, not ``<Result.HIT: 'hit'>``.
+        return repr(self.value)
+
 
 _RESULTS = {r.value: r for r in Result}
 _CLAIM_KEYS = frozenset({"k", "open"})

@@ -298,6 +298,18 @@ def test_many_drops_in_one_match(mode: str) -> None:
     assert pair.drops > 10
 
 
+def test_a_winner_is_told_every_hit_and_every_sinking_plainly() -> None:
+    rules = PRESETS["classic"]
+    pair = Pair(rules, "blind", seed=2)
+    pair.run()
+    winner = pair.ref.match.winner
+    assert winner is not None
+    mine = [e for e in pair.events[(winner, 0)] if isinstance(e, ShotResult)]
+    assert sum(len(e.cells) for e in mine if e.hit) == sum(s.length for s in rules.fleet)
+    assert sorted(k for e in mine for k in e.sunk) == list(range(len(rules.fleet)))
+    assert repr(mine[0].results) in ("['miss']", "['hit']", "['sunk']")
+
+
 def test_a_lying_seat_is_caught_through_the_hook() -> None:
     """The hook bends one seat's verdicts; the other seat's mirror catches the lie."""
     pair = Pair(PRESETS["classic"], "blind", seed=7)
