@@ -12,10 +12,19 @@ time ``now`` (seconds on any monotonic clock: the referee reads none of its own)
 * presence, :meth:`Referee.seat_gone`, :meth:`Referee.seat_back`, :meth:`Referee.leave`.
 
 Each returns the :class:`Send` values to carry out, in order: a message and the audience it goes
-to (a bit set of :data:`SEAT0`, :data:`SEAT1`, :data:`SPECTATORS`). After each call
-:attr:`Referee.urgent` names the seat that waits for what was just sent (a called shot's defender,
-a verdict's shooter), for a shell that writes to it first, and :attr:`Referee.accepted` lists the
-game inputs (:mod:`.inputs`) the call fed to the game, for a shell that journals them.
+to (a bit set of :data:`SEAT0`, :data:`SEAT1`, :data:`SPECTATORS`, :data:`LEAN_SPECTATORS`). After
+each call :attr:`Referee.urgent` names the seat that waits for what was just sent (a called shot's
+defender, a verdict's shooter), for a shell that writes to it first, and :attr:`Referee.accepted`
+lists the game inputs (:mod:`.inputs`) the call fed to the game, for a shell that journals them.
+
+Lean sessions (spec 5.7). The shell tells the referee which seat's session agreed the capability
+``lean`` (:meth:`Referee.set_lean`; in team play, which member's), and sorts its spectators into
+:data:`SPECTATORS` and :data:`LEAN_SPECTATORS` by the same capability; the audiences the referee
+gives already leave out every session that 5.7 says is sent no copy (the ``shot`` of its own
+``fire`` or ``radar``, the ``verdict`` on its own ``answer``, in custody mode every ``shot``), so a
+shell writes each :class:`Send` to its audience and decides nothing. Which sessions are lean is a
+fact of the connections, not of the match: it changes no game state and nothing journaled, and a
+referee replayed from its journal is told it again as sessions take their seats.
 
 Every rule of refereed play lives here once: trust modes (*blind*: the players commit, answer and
 reveal, and every opening is checked; *custody*: the players hand over fleet and secret with
@@ -86,6 +95,7 @@ from .verdict import Defender, Verdict
 __all__ = [
     "ALL",
     "GAME_INPUTS",
+    "LEAN_SPECTATORS",
     "MODES",
     "PLAYERS",
     "SEAT0",
@@ -114,9 +124,14 @@ GAME_INPUTS: dict[str, Input] = {
     "resign": Input.RESIGN,
 }
 
-SEAT0, SEAT1, SPECTATORS = 1, 2, 4
+#: The audiences: each seat (every member of its team), the spectators whose session did not
+#: agree ``lean``, and those whose session did (5.7: no ``shot`` in custody mode).
+SEAT0, SEAT1, SPECTATORS, LEAN_SPECTATORS = 1, 2, 4, 8
 PLAYERS = SEAT0 | SEAT1
-ALL = PLAYERS | SPECTATORS
+ALL = PLAYERS | SPECTATORS | LEAN_SPECTATORS
+
+#: The sessions of each seat, as bits of ``Referee._lean`` (``seat + 2 * member``).
+_SESSIONS = (0x5555, 0xAAAA)
 
 _ABANDONABLE = (Phase.SETUP, Phase.FIRING, Phase.ANSWER)
 _SETUP, _FIRING, _ANSWER, _OVER = Phase.SETUP, Phase.FIRING, Phase.ANSWER, Phase.OVER
@@ -128,8 +143,9 @@ def seat_bit(seat: int) -> int:
 
 
 class Send(NamedTuple):
-    """Send ``msg`` to ``to``, a bit set of :data:`SEAT0`, :data:`SEAT1` and :data:`SPECTATORS`;
-    with ``member`` (team play), to that member of the one seat ``to`` names only."""
+    """Send ``msg`` to ``to``, a bit set of :data:`SEAT0`, :data:`SEAT1`, :data:`SPECTATORS` and
+    :data:`LEAN_SPECTATORS`; with ``member`` (team play), to that member of the one seat ``to``
+    names only."""
 
     to: int
     msg: m.Message
@@ -151,6 +167,7 @@ class Referee:
         "_called",
         "_clock_key",
         "_gone_at",
+        "_lean",
         "_left",
         "_lot",
         "_out",
@@ -220,6 +237,8 @@ class Referee:
         self._away: tuple[set[int], set[int]] = (set(), set())
         #: Team play: the last ``turn`` announced, as (game, transcript length, seat, member).
         self._called: tuple[int, int, int, int] | None = None
+        #: The sessions that agreed ``lean`` (:meth:`set_lean`): bit ``seat + 2 * member``.
+        self._lean = 0
 
     # -- what the shell reads -------------------------------------------------------------------
 
@@ -305,6 +324,27 @@ class Referee:
     def snapshot(self, seat: int | None, now: float) -> m.Snapshot:
         """A ``snapshot`` for ``seat`` (``None``: a spectator)."""
         return m.Snapshot(self.match_id, seat, self.view(now))
+
+    def set_lean(self, seat: int, lean: bool, member: int = 0) -> None:
+        """Whether the session now playing ``seat`` (in team play, its ``member``; else member 0)
+        agreed the capability ``lean`` (spec 4.2): from the next call on, the audiences leave it
+        out of the copies of its own moves that 5.7 lists. The shell says so whenever a session
+        takes the seat (at the start, and on every return); nothing else changes."""
+        if seat not in (0, 1):
+            raise ValueError(f"seat {seat} does not exist")
+        if not 0 <= member < self.rules.team_size:
+            raise ValueError(f"the team has no member {member}")
+        bit = 1 << self._session(seat, member)
+        self._lean = self._lean | bit if lean else self._lean & ~bit
+
+    def is_lean(self, seat: int, member: int = 0) -> bool:
+        """Whether the session playing ``seat`` (its ``member``) agreed ``lean``."""
+        return bool(self._lean >> self._session(seat, member) & 1)
+
+    def _session(self, seat: int, member: int | None) -> int:
+        """The number of the session playing ``seat``'s ``member`` (``seat + 2 * member``; the
+        member is 0 without team play, where one session plays every member)."""
+        return seat if self.teams is None or not member else seat + 2 * member
 
     # -- inputs ---------------------------------------------------------------------------------
 
@@ -401,8 +441,10 @@ class Referee:
             if self.defenders is None:
                 self.defenders = [None, None]
             self.defenders[seat] = defender
+        # A lean sender gets no copy of its own move (spec 5.7): its session's bit, if lean.
+        mover = self._lean & (1 << self._session(seat, member)) if self._lean else 0
         try:
-            self._accepted(g, inp, events, act=True)
+            self._accepted(g, inp, events, act=True, mover=mover)
         finally:
             self._rearm(now)
         return self._done()
@@ -565,21 +607,24 @@ class Referee:
         fleet = Fleet.from_list(list(msg.fleet))
         return Defender(Committed(self.rules, fleet, msg.secret, self.match_id, g.number, seat))
 
-    def _accepted(self, g: Game, inp: GameInput, events: list[GameEvent], *, act: bool) -> None:
-        """Announce what ``inp`` caused; with ``act``, answer and reveal for custody seats."""
+    def _accepted(
+        self, g: Game, inp: GameInput, events: list[GameEvent], *, act: bool, mover: int = 0
+    ) -> None:
+        """Announce what ``inp`` caused; with ``act``, answer and reveal for custody seats.
+        ``mover``: the bit of the lean session that sent ``inp`` (0: none, or not lean)."""
         self.accepted.append(inp)
         if type(inp) is SetFirst and self._announced != g.number:
             self._announce_game(g)  # a lot fed from outside: the game begins with it
         if not (act and self.mode == "custody"):
             for ev in events:
-                self._announce(g, ev)
+                self._announce(g, ev, mover)
                 if type(ev) is GameOver:
                     self._game_over()
             return
         queue = list(events)
         while queue:
             ev = queue.pop(0)
-            self._announce(g, ev)
+            self._announce(g, ev, mover)
             if g.phase is not _OVER:
                 for follow in self._custody(g, ev):
                     self.accepted.append(follow)
@@ -605,12 +650,43 @@ class Referee:
             return [RevealFleet(s, d.committed.reveal()) for s, d in enumerate(defenders) if d]
         return ()
 
-    def _announce(self, g: Game, ev: GameEvent) -> None:
-        """Tell the players and the spectators about ``ev`` (every game event is public)."""
+    def _announce(self, g: Game, ev: GameEvent, mover: int = 0) -> None:
+        """Tell the players and the spectators about ``ev`` (every game event is public), but
+        no lean session a copy of its own move (spec 5.7): ``mover`` is the bit of the lean
+        session whose input caused ``ev`` (0: none)."""
         msg, waits = announce(g, self.match_id, ev)
         if waits is not None:
             self.urgent = waits
+        if type(msg) is m.ShotCalled:
+            if self.mode == "custody":
+                # 5.7 item 3: the verdict follows in the same flight and repeats the shot.
+                self._put_leaving_out(ALL & ~LEAN_SPECTATORS, msg, self._lean)
+                return
+            if mover & _SESSIONS[msg.seat]:
+                self._put_leaving_out(ALL, msg, mover)  # 5.7 item 1: the shot its move called
+                return
+        elif type(msg) is m.VerdictMsg and mover & _SESSIONS[1 - msg.seat] and self.mode == "blind":
+            self._put_leaving_out(ALL, msg, mover)  # 5.7 item 2: the verdict on its answer
+            return
         self._put(ALL, msg)
+
+    def _put_leaving_out(self, to: int, msg: m.Message, sessions: int) -> None:
+        """Put ``msg`` for audience ``to`` less the seats' sessions in ``sessions`` (bits as in
+        :meth:`_session`): a seat with no session left out keeps its bit; in team play the
+        members of a seat that loses one are sent it each by name."""
+        if not sessions:
+            self._put(to, msg)
+            return
+        k = 1 if self.teams is None else self.rules.team_size
+        named: list[Send] = []
+        for seat, bit in ((0, SEAT0), (1, SEAT1)):
+            out = [sessions >> (seat + 2 * i) & 1 for i in range(k)]
+            if any(out):
+                to &= ~bit
+                named += [Send(bit, msg, i) for i in range(k) if not out[i]]
+        if to:
+            self._put(to, msg)
+        self._out += named
 
     def _game_over(self) -> None:
         self.match.game_over()

@@ -28,7 +28,15 @@ from seabattle.protocol import referee as pure
 from seabattle.protocol.errors import ErrorCode, LocalProtocolError, Refused, RemoteProtocolError
 from seabattle.protocol.game import Game
 from seabattle.protocol.match import Match
-from seabattle.protocol.referee import ALL, MODES, SEAT0, SEAT1, SPECTATORS, Send
+from seabattle.protocol.referee import (
+    ALL,
+    LEAN_SPECTATORS,
+    MODES,
+    SEAT0,
+    SEAT1,
+    SPECTATORS,
+    Send,
+)
 from seabattle.protocol.rules import RuleSet
 from seabattle.protocol.session import MAX_S2C_FRAME
 
@@ -50,6 +58,9 @@ _ENDS_A_SHOT = frozenset({m.VerdictMsg, m.ShotLost, m.GameOver})
 
 #: Game inputs a seated player may send, by message type.
 GAME_MESSAGES = (m.Commit, m.Place, m.Fire, m.Radar, m.Answer, m.RevealMsg, m.Resign)
+
+#: Both audiences of spectators (lean or not).
+_WATCHERS = SPECTATORS | LEAN_SPECTATORS
 
 
 @dataclass(slots=True)
@@ -151,6 +162,10 @@ class Referee:
             lot=lot if lot is not None else secrets.token_bytes(32),
             teams=None if teams is None else self.team_ids(),
         )
+        for i, team in enumerate(self.roster()):
+            for k, s in enumerate(team):
+                if s.peer is not None and s.peer.lean:
+                    self.core.set_lean(i, True, k)
         self._journal = journal
         self._clock = clock if clock is not None else (Clock() if journal is not None else None)
         self._jn = 0  #: the number of the next journal entry
@@ -299,24 +314,24 @@ class Referee:
             for bit, team in ((SEAT0, self.teams[0]), (SEAT1, self.teams[1])):
                 if to & bit:
                     peers += [s.peer for s in team if s.peer is not None]
-        if to & SPECTATORS and self._spectators:
-            peers += self._spectators
+        watching = self._spectators
+        if watching and to & _WATCHERS:
+            if to & _WATCHERS == _WATCHERS:
+                peers += watching
+            else:  # spectators sorted by the capability lean (spec 5.7)
+                lean = to & LEAN_SPECTATORS != 0
+                peers += [p for p in watching if p.lean == lean]
         return peers
 
-    def _out(
-        self,
-        sends: list[Send],
-        what: tuple[Any, ...] | None,
-        sender: tuple[int, Peer] | None = None,
-    ) -> None:
+    def _out(self, sends: list[Send], what: tuple[Any, ...] | None) -> None:
         """Carry out what one call of the pure referee said: journal ``what`` (the call, as an
         entry; ``None`` if it changed nothing), then write ``sends``; wake the match task if its
-        time moved earlier. ``sender`` is the seat and connection whose input the call applied."""
+        time moved earlier."""
         urgent = self.core.urgent
         journal = self._journal
         if journal is None:
             if sends:
-                self._write(sends, urgent, sender)
+                self._write(sends, urgent)
         elif self._failed or self.fenced:
             # Its journal is done with: a row now would follow a hole, or go to a match that is
             # another node's. Nothing it causes is sent.
@@ -324,71 +339,45 @@ class Referee:
         elif self.over:
             # Over (a player leaving after the end): nothing to journal, the record has it all.
             if sends:
-                journal.after(partial(self._write, sends, urgent, sender))
+                journal.after(partial(self._write, sends, urgent))
         elif what is not None:
             assert self._clock is not None
             n, self._jn = self._jn, self._jn + 1
             row = (self.hex, n, entry(*what[:-1], self._clock.wall(what[-1])))
-            journal.append(row, partial(self._write, sends, urgent, sender), self._lost, self.fence)
+            journal.append(row, partial(self._write, sends, urgent), self._lost, self.fence)
         elif sends:
-            journal.after(partial(self._write, sends, urgent, sender))
+            journal.after(partial(self._write, sends, urgent))
         # It is woken only if it would otherwise sleep too long (its wake-up time moved earlier)
         # or the match is over; a later time is found when it wakes at the earlier one. Waking
         # it on every input cost a task switch, an Event and a tick per input.
         if self.core.over or self.core.wake_at < self._sleep_until:
             self._wake.set()
 
-    def _write(
-        self, sends: list[Send], urgent: int | None, sender: tuple[int, Peer] | None = None
-    ) -> None:
-        """Write ``sends``: what one input makes a peer receive leaves in one write per peer, and
-        the peer who waits for it (the defender owing a verdict on a called shot, the shooter a
-        verdict answers: ``urgent``) is written to first; the others are off the critical path.
-        A session that agreed ``lean`` is left out of the copies of its own moves (``sender``).
-        """
+    def _write(self, sends: list[Send], urgent: int | None) -> None:
+        """Write ``sends``, each to its audience (the pure referee's audiences already leave out
+        what a lean session is not sent, spec 5.7): what one input makes a peer receive leaves in
+        one write per peer, and the peer who waits for it (the defender owing a verdict on a
+        called shot, the shooter a verdict answers: ``urgent``) is written to first; the others
+        are off the critical path."""
         if self.fenced:
             return  # another node referees the match: only what it sends counts
         every = self._audience(ALL)
         corked = [(p, u) for p in every if (u := _cork(p)) is not None]
-        lean = [p for p in every if p.lean]
         try:
             for to, msg, member in sends:
                 self._observe(msg)
-                if member is not None:  # one member of a team (its start, snapshot)
+                if member is not None:  # one member of a team (its start, snapshot, a copy)
                     peer = self.slot(0 if to & SEAT0 else 1, member).peer
                     if peer is not None:
                         peer.send(msg)
                     continue
-                peers = every if to == ALL else self._audience(to)
-                if lean:
-                    peers = self._lean(msg, peers, lean, sender)
-                _broadcast(msg, peers)
+                _broadcast(msg, every if to == ALL else self._audience(to))
         finally:
             if corked:
                 first = self.seats[urgent].peer if urgent is not None else None
                 # sorted() is stable: the waiting peer first, the others in corking order.
                 for _, uncork in sorted(corked, key=lambda pu: pu[0] is not first):
                     uncork()
-
-    def _lean(
-        self, msg: m.Message, peers: list[Peer], lean: list[Peer], sender: tuple[int, Peer] | None
-    ) -> list[Peer]:
-        """``peers`` without the ``lean`` sessions that are not sent ``msg`` (spec 5.7): the
-        one whose ``fire`` or ``radar`` called a ``shot``, the one whose ``answer`` gave a
-        ``verdict``, and in custody mode every one for a ``shot`` (its ``verdict`` comes in the
-        same write and repeats every field of it)."""
-        kind = type(msg)
-        if kind is m.ShotCalled:
-            assert isinstance(msg, m.ShotCalled)
-            if self.mode == "custody":
-                return [p for p in peers if p not in lean]
-            if sender is not None and msg.seat == sender[0]:
-                return [p for p in peers if p is not sender[1]]
-        elif kind is m.VerdictMsg and sender is not None:
-            assert isinstance(msg, m.VerdictMsg)
-            if msg.seat != sender[0]:
-                return [p for p in peers if p is not sender[1]]
-        return peers
 
     def let_go(self) -> None:
         """Another node referees the match now (this node's lease was taken): stop here, send
@@ -466,6 +455,7 @@ class Referee:
         old, s.peer = s.peer, peer
         if old is not None and old is not peer:
             old.close("replaced")
+        self.core.set_lean(seat, peer.lean, member)
         now = self._now()
         self._out(self.core.seat_back(seat, now, member), self._presence("back", seat, member, now))
         self.log.info(
@@ -524,9 +514,7 @@ class Referee:
         :class:`ProtocolError` to refuse it."""
         core, now = self.core, self._now()
         sends = core.receive(seat, msg, now, member)
-        peer = self.slot(seat, member or 0).peer
-        sender = (seat, peer) if peer is not None and peer.lean else None
-        self._out(sends, ("in", seat, m.encode(msg), now) if core.accepted else None, sender)
+        self._out(sends, ("in", seat, m.encode(msg), now) if core.accepted else None)
 
     def leave(self, seat: int) -> None:
         """``seat``'s player left the match: it forfeits the game in play and every later one."""

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from seabattle.protocol import messages as m
 from seabattle.protocol import session
-from seabattle.protocol.referee import Referee, Send
+from seabattle.protocol.referee import ALL, Referee, Send
 
 from fuzz.corpus import framing_streams, seeds
 from fuzz.targets import TARGETS, frames, handshake, mixed, referee
@@ -77,10 +77,10 @@ def test_the_referee_target_fails_when_the_referee_sends_to_no_seat(
     real = Referee.start
 
     def start(self: Referee, now: float) -> list[Send]:
-        return [*real(self, now), Send(8, m.Ping(1))]
+        return [*real(self, now), Send(ALL + 1, m.Ping(1))]  # no audience of the referee's
 
     monkeypatch.setattr(Referee, "start", start)
-    with pytest.raises(AssertionError, match="audience 8"):
+    with pytest.raises(AssertionError, match=f"audience {ALL + 1}"):
         referee(seeds("referee")[0])
 
 

@@ -25,7 +25,15 @@ from seabattle.protocol.fleet import random_fleet
 from seabattle.protocol.game import Game
 from seabattle.protocol.grid import Cell
 from seabattle.protocol.inputs import Answer, Expire, Fire, GameInput
-from seabattle.protocol.referee import SEAT0, SEAT1, SPECTATORS, Referee, Send
+from seabattle.protocol.referee import (
+    ALL,
+    LEAN_SPECTATORS,
+    SEAT0,
+    SEAT1,
+    SPECTATORS,
+    Referee,
+    Send,
+)
 from seabattle.protocol.rules import (
     RepeatShot,
     RuleSet,
@@ -66,17 +74,23 @@ RULES: dict[str, RuleSet] = {
 
 
 class Audiences:
-    """The frames each audience was sent, in order."""
+    """The frames each audience was sent, in order (and the messages, in ``msgs``)."""
 
     def __init__(self) -> None:
-        self.frames: dict[int, list[bytes]] = {SEAT0: [], SEAT1: [], SPECTATORS: []}
+        self.frames: dict[int, list[bytes]] = {a: [] for a in _AUDIENCES}
+        self.msgs: dict[int, list[m.Message]] = {a: [] for a in _AUDIENCES}
 
     def take(self, sends: list[Send]) -> None:
-        for to, msg, _member in sends:
+        for to, msg, member in sends:
+            assert member is None  # one player a seat
             frame = m.frame(msg, max_frame=MAX_S2C_FRAME)
             for who, got in self.frames.items():
                 if to & who:
                     got.append(frame)
+                    self.msgs[who].append(msg)
+
+
+_AUDIENCES = (SEAT0, SEAT1, SPECTATORS, LEAN_SPECTATORS)
 
 
 def _move(ref: Referee, rng: random.Random, seq: int) -> m.Message:
@@ -98,11 +112,18 @@ def _move(ref: Referee, rng: random.Random, seq: int) -> m.Message:
 
 
 def play(
-    rules: RuleSet, mode: str, rng: random.Random, *, clocks: bool = False
+    rules: RuleSet,
+    mode: str,
+    rng: random.Random,
+    *,
+    clocks: bool = False,
+    lean: tuple[bool, bool] = (False, False),
 ) -> tuple[Referee, Audiences]:
     """A whole match through one referee: honest players, random moves, sometimes a clock runs
-    out (``clocks``) or a player resigns."""
+    out (``clocks``) or a player resigns; ``lean``: which seats' sessions agreed ``lean``."""
     ref = Referee(match_id=MID, rules=rules, mode=mode, players=PLAYERS, lot=rng.randbytes(32))
+    for seat in (0, 1):
+        ref.set_lean(seat, lean[seat])
     seen = Audiences()
     now = 0.0
     seen.take(ref.start(now))
@@ -561,3 +582,114 @@ def test_an_input_the_phase_does_not_take_is_refused_naming_both() -> None:
     with pytest.raises(ProtocolError) as over:
         g.feed(Expire(Deadline.SETUP))
     assert over.value.code is ErrorCode.GAME_OVER
+
+
+# -- lean sessions (spec 5.7) ----------------------------------------------------------------------
+
+
+def _copy(mode: str, seat: int | None, msg: m.Message) -> bool:
+    """Whether 5.7 says a lean session is not sent ``msg``: in ``seat``, one player a seat (so
+    every shot of the seat is its own move, every verdict on the other's shot its answer), or a
+    spectator (``None``)."""
+    if isinstance(msg, m.ShotCalled):
+        return mode == "custody" or msg.seat == seat
+    return isinstance(msg, m.VerdictMsg) and mode == "blind" and seat not in (None, msg.seat)
+
+
+@pytest.mark.parametrize("name", sorted(RULES))
+@pytest.mark.parametrize("mode", ["blind", "custody"])
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), lean=st.sampled_from([(True, True), (True, False)]))
+def test_a_lean_session_is_sent_everything_but_the_copies_of_its_own_moves(
+    name: str, mode: str, seed: int, lean: tuple[bool, bool]
+) -> None:
+    # The same match (lean changes nothing the game does) with and without lean sessions: each
+    # audience is sent the same frames, less exactly what 5.7 says a lean one is not sent.
+    _, plain = play(RULES[name], mode, random.Random(seed), clocks=True)
+    _, leaned = play(RULES[name], mode, random.Random(seed), clocks=True, lean=lean)
+    # Without lean sessions the seats, and the spectators who did not agree lean, are sent it all.
+    for who, source, seat, agreed in (
+        (SEAT0, SEAT0, 0, lean[0]),
+        (SEAT1, SEAT1, 1, lean[1]),
+        (LEAN_SPECTATORS, SPECTATORS, None, True),
+    ):
+        want = [
+            f
+            for f, msg in zip(plain.frames[source], plain.msgs[source], strict=True)
+            if not (agreed and _copy(mode, seat, msg))
+        ]
+        assert leaned.frames[who] == want
+    assert plain.frames[LEAN_SPECTATORS] == want  # whatever the seats agreed
+    assert leaned.frames[SPECTATORS] == plain.frames[SPECTATORS]
+    if lean[0] and mode == "custody":
+        assert not any(isinstance(x, m.ShotCalled) for x in leaned.msgs[SEAT0])
+
+
+def test_a_lean_team_member_is_left_out_of_its_own_shot_alone() -> None:
+    # Team play (6.8): the caller's session is left out, its team mates are sent the shot by name;
+    # in custody mode every lean session is left out of every shot.
+    ref, _ = _team_match()
+    g = ref.game
+    assert g is not None and g.turn is not None
+    s = g.turn
+    k = ref.caller(s)
+    ref.set_lean(s, True, k)
+    assert ref.is_lean(s, k) and not ref.is_lean(s, 1 - k) and not ref.is_lean(1 - s)
+    out = ref.receive(s, m.Fire(MID, 1, ("A1",), k, 1), 0.0, k)
+    shots = [(x.to, x.member) for x in out if isinstance(x.msg, m.ShotCalled)]
+    bit = SEAT0 if s == 0 else SEAT1
+    assert shots == [(ALL & ~bit & ~LEAN_SPECTATORS, None), (bit, 1 - k)]
+    verdicts = [(x.to, x.member) for x in out if isinstance(x.msg, m.VerdictMsg)]
+    assert verdicts == [(ALL, None)]
+    ref.set_lean(s, False, k)
+    out = ref.receive(
+        g.turn, m.Fire(MID, 1, ("B1",), ref.caller(g.turn), 2), 0.0, ref.caller(g.turn)
+    )
+    shots = [(x.to, x.member) for x in out if isinstance(x.msg, m.ShotCalled)]
+    assert shots == [(ALL & ~LEAN_SPECTATORS, None)]
+
+
+def test_a_lean_team_member_in_blind_mode_is_not_sent_its_own_shot_nor_its_captains_answer() -> (
+    None
+):
+    rules = CLASSIC.replace(team_size=2)
+    ref = Referee(
+        match_id=MID, rules=rules, mode="blind", players=PLAYERS, lot=bytes(32), teams=TEAM_IDS
+    )
+    ref.start(0.0)
+    rng = random.Random(8)
+    defenders = []
+    for seat in (0, 1):
+        c = Committed(rules, random_fleet(rules, rng), rng.randbytes(32), MID, 1, seat)
+        defenders.append(Defender(c))
+        sig = c.seat_sig(player_key("ab"[seat]))
+        ref.receive(seat, m.Commit(MID, 1, c.commitment.to_dict(), sig), 0.0)
+    g = ref.game
+    assert g is not None and g.turn is not None
+    s = g.turn
+    k = ref.caller(s)
+    for seat, member in ((s, 0), (s, 1), (1 - s, 0)):  # every session lean but one
+        ref.set_lean(seat, True, member)
+    out = ref.receive(s, m.Fire(MID, 1, ("A1",), k, 1), 0.0, k)
+    bit, other = (SEAT0, SEAT1) if s == 0 else (SEAT1, SEAT0)
+    assert [(x.to, x.member) for x in out if isinstance(x.msg, m.ShotCalled)] == [
+        (ALL & ~bit, None),
+        (bit, 1 - k),
+    ]
+    assert g.pending is not None
+    verdict = defenders[1 - s].answer(g.pending).to_dict()
+    out = ref.receive(1 - s, m.Answer(MID, 1, verdict), 0.0)  # the captain answers
+    assert [(x.to, x.member) for x in out if isinstance(x.msg, m.VerdictMsg)] == [
+        (ALL & ~other, None),
+        (other, 1),
+    ]
+
+
+def test_lean_is_said_of_a_seat_or_member_there_is() -> None:
+    ref = _custody(CLASSIC)
+    with pytest.raises(ValueError, match="seat 2"):
+        ref.set_lean(2, True)
+    with pytest.raises(ValueError, match="member 1"):
+        ref.set_lean(0, True, 1)
+    ref.set_lean(1, True)
+    assert ref.is_lean(1) and not ref.is_lean(0)
