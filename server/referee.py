@@ -43,6 +43,7 @@ from seabattle.protocol.session import MAX_S2C_FRAME
 from .config import ContextLog, Peer, Timers, peer_context
 from .journal import Clock, Journal, entry, replay
 from .metrics import Metrics
+from .outbox import Outbox
 from .schema import Fenced
 from .store_rows import Fence
 
@@ -75,9 +76,11 @@ class Seat:
 def _broadcast(msg: m.Message, peers: list[Peer]) -> None:
     """Queue ``msg`` for ``peers``, encoded once for all of them.
 
-    A peer that can take a ready-made frame (:meth:`~.session.Client.send_frame`) gets the shared
-    frame; any other (a test's fake peer) gets ``msg``. Errors, and a message that cannot be framed
-    (too large, a server bug), go through each peer's ``send``, which reports them.
+    A connection of this server (an :class:`~.outbox.Outbox`: a :class:`~.session.Client`) is
+    handed the shared frame (:meth:`~.outbox.Outbox.send_frame`); any other peer (the watch page's
+    spectator, :mod:`.watch`) takes messages, and is sent ``msg``. Errors, and a message that
+    cannot be framed (too large, a server bug), go through each peer's ``send``, which reports
+    them.
     """
     if len(peers) < 2 or isinstance(msg, m.Error):
         for p in peers:
@@ -88,22 +91,19 @@ def _broadcast(msg: m.Message, peers: list[Peer]) -> None:
     except LocalProtocolError:
         frame = None
     for p in peers:
-        send_frame = getattr(p, "send_frame", None)
-        if frame is None or send_frame is None:
-            p.send(msg)
+        if frame is not None and isinstance(p, Outbox):
+            p.send_frame(frame, msg)
         else:
-            send_frame(frame, msg)
+            p.send(msg)
 
 
-def _cork(peer: Peer) -> Callable[[], None] | None:
-    """Cork ``peer`` if it can be (a :class:`~.session.Client`; a test's fake peer cannot);
-    returns what uncorks it, or ``None`` if this call did not cork it."""
-    cork = getattr(peer, "cork", None)
-    if cork is None or not cork():
-        return None
-    client: Any = peer
-    uncork: Callable[[], None] = client.uncork
-    return uncork
+def _cork(peer: Peer) -> Outbox | None:
+    """Cork ``peer`` if it is a connection of this server (an :class:`~.outbox.Outbox`; any
+    other peer takes each message as it comes); returns it if this call corked it (its
+    :meth:`~.outbox.Outbox.uncork` is then the caller's), ``None`` otherwise."""
+    if isinstance(peer, Outbox) and peer.cork():
+        return peer
+    return None
 
 
 class _Alarm:
@@ -362,7 +362,7 @@ class Referee:
         if self.fenced:
             return  # another node referees the match: only what it sends counts
         every = self._audience(ALL)
-        corked = [(p, u) for p in every if (u := _cork(p)) is not None]
+        corked = [c for p in every if (c := _cork(p)) is not None]
         try:
             for to, msg, member in sends:
                 self._observe(msg)
@@ -374,10 +374,10 @@ class Referee:
                 _broadcast(msg, every if to == ALL else self._audience(to))
         finally:
             if corked:
-                first = self.seats[urgent].peer if urgent is not None else None
+                first: object = self.seats[urgent].peer if urgent is not None else None
                 # sorted() is stable: the waiting peer first, the others in corking order.
-                for _, uncork in sorted(corked, key=lambda pu: pu[0] is not first):
-                    uncork()
+                for p in sorted(corked, key=lambda p: p is not first):
+                    p.uncork()
 
     def let_go(self) -> None:
         """Another node referees the match now (this node's lease was taken): stop here, send

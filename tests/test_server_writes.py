@@ -140,36 +140,25 @@ async def test_a_bye_sent_while_corked_still_leaves() -> None:
     assert [_frames(w) for w in stream.writes] == [[m.Ping(1), m.Bye("done")]]
 
 
-class _CorkPeer:
-    """A connection as a referee sees it, which can be corked; every write goes to ``log``."""
+class _Wire:
+    """The socket under a :class:`Client` (its direct writes): each write goes to ``log``, as the
+    messages it carries, with the player it went to."""
 
-    def __init__(
-        self, player: str, log: list[tuple[str, list[m.Message]]], lean: bool = False
-    ) -> None:
-        self.player, self.name, self.connected = player, player[:4], True
-        self.follows, self.teams, self.lean = False, False, lean
-        self.log = log
-        self._held: list[m.Message] | None = None
+    def __init__(self, player: str, log: list[tuple[str, list[m.Message]]]) -> None:
+        self.player, self.log = player, log
 
-    def send(self, msg: m.Message) -> None:
-        if self._held is not None:
-            self._held.append(msg)
-        else:
-            self.log.append((self.player, [msg]))
+    def try_send(self, data: bytes) -> int:
+        self.log.append((self.player, _frames(bytes(data))))
+        return len(data)
 
-    def close(self, reason: str) -> None:
-        self.connected = False
 
-    def cork(self) -> bool:
-        if self._held is not None:
-            return False
-        self._held = []
-        return True
-
-    def uncork(self) -> None:
-        held, self._held = self._held, None
-        if held:
-            self.log.append((self.player, held))
+def _peer(tag: str, log: list[tuple[str, list[m.Message]]], lean: bool = False) -> Client:
+    """A ready Client for player ``tag`` whose every write goes to ``log`` (``lean``: its
+    session agreed the capability)."""
+    client, _, _ = _client()
+    client.player, client.name, client.lean = player_id(tag), tag, lean
+    client._direct = _Wire(client.player, log)  # type: ignore[assignment]
+    return client
 
 
 async def _match(
@@ -178,11 +167,11 @@ async def _match(
     mode: str,
     log: list[tuple[str, list[m.Message]]],
     lean: bool = False,
-) -> tuple[Lobby, _CorkPeer, _CorkPeer, bytes]:
-    """A classic match in ``mode`` between two corkable peers whose writes go to ``log``
+) -> tuple[Lobby, Client, Client, bytes]:
+    """A classic match in ``mode`` between two connections whose writes go to ``log``
     (``lean``: both agreed the capability)."""
     lobby = Lobby(store, Ed25519PrivateKey.generate(), nursery, Limits())
-    a, b = _CorkPeer(player_id("a"), log, lean), _CorkPeer(player_id("b"), log, lean)
+    a, b = _peer("a", log, lean), _peer("b", log, lean)
     for p in (a, b):
         await store.upsert_player(p.player, p.name, 0)
     await lobby.request(a, m.Create(1, {"preset": "classic"}, mode, True))
