@@ -33,10 +33,12 @@ from seabattle.protocol.commit import Committed
 from seabattle.protocol.errors import ErrorCode
 from seabattle.protocol.fleet import Fleet, random_fleet
 from seabattle.protocol.game import Game, Phase
-from seabattle.protocol.grid import Cell, parse_cell
-from seabattle.protocol.rules import RuleSet, rules_from_dict
+from seabattle.protocol.grid import Cell
+from seabattle.protocol.rules import RuleSet
+from seabattle.protocol.seat import Bend, Out, Seat
+from seabattle.protocol.seat_events import GameStarted, MatchEvent, Resumed, ShotResult, YourTurn
 from seabattle.protocol.session import Connection, Role, auth_payload
-from seabattle.protocol.verdict import Defender, Shot
+from seabattle.protocol.verdict import Defender, Shot, Verdict
 
 # -- the referee server over TCP ------------------------------------------------------------------
 
@@ -151,105 +153,181 @@ async def handshake(c: TC, name: str = "p", resume: bytes | None = None) -> m.Au
 
 
 class Bot:
-    """An honest player (optionally bent by ``lie``/``reveal``/``place``) that plays whole matches.
+    """An honest player over a raw test connection that plays whole matches: a thin driver of a
+    :class:`~seabattle.protocol.seat.Seat`, which decides everything an honest seat sends
+    (commitment or placement, answers, reveal, co-signature, what it owes after a resume).
 
-    It fires at cells in order, skipping any the server refuses as already fired or crossed out.
+    The bot plays the player's part only: it places a random fleet when a game starts, and when
+    it is its turn fires at cells in order, skipping those known to be closed (and any the
+    server refuses as already fired or crossed out). It is bent through the seat's hooks:
+    ``lie`` answers a hit with a forged miss, ``reveal=False`` never reveals, ``place=False``
+    draws its fleet (:attr:`committed`) but never sends it, ``auto_fire=False`` never fires,
+    and :attr:`bend` is a test's own (see :data:`~seabattle.protocol.seat.Bend`). Every message
+    the seat sends goes through :meth:`send`.
     """
 
     def __init__(self, c: TC, mode: str, seed: int = 0) -> None:
         self.c = c
         self.mode = mode
         self.rng = random.Random(seed)
-        self.rules: RuleSet | None = None
+        #: The seat machine, made at ``start``.
+        self.machine: Seat | None = None
         self.match = b""
-        self.seat = -1
-        self.game = 0
-        self.committed: Committed | None = None
-        self.defender: Defender | None = None
-        self.targets: list[str] = []
+        self.targets: list[int] = []  # cells of the current game in firing order, by index
+        self.closed: set[int] = set()  # the opponent's cells known fired or crossed out
         self.seq = 0
-        self.pending: dict[int, str] = {}
+        self.pending: dict[int, tuple[int, ...]] = {}  # seq -> the cells it called
         self.outcomes: list[dict[str, Any]] = []
         self.errors: list[m.Error] = []
         self.result: m.MatchOver | None = None
-        self.lie = False  # answer the first hit with a forged "miss"
+        self.lie = False  # answer a hit with a forged "miss"
         self.reveal = True
         self.place = True
         self.auto_fire = True
+        self.bend: Bend | None = None  # a test's own bending, after the flags'
+        self._count = 1  # how many cells this turn calls
+        self._conn = c  # the connection the seat's epoch counts
+
+    # -- what the seat knows ----------------------------------------------------------------
+
+    @property
+    def seat(self) -> int:
+        """Our seat (-1 before ``start``)."""
+        s = self.machine.seat if self.machine is not None else None
+        return -1 if s is None else s
+
+    @property
+    def game(self) -> int:
+        return self.machine.game_no if self.machine is not None else 0
+
+    @property
+    def rules(self) -> RuleSet | None:
+        return self.machine.rules if self.machine is not None else None
+
+    @property
+    def committed(self) -> Committed | None:
+        """The fleet and secret of the current game (drawn even with ``place=False``)."""
+        return self.machine.committed if self.machine is not None else None
+
+    # -- the bends ----------------------------------------------------------------------------
+
+    def _tamper(self, shot: Shot, verdict: Verdict) -> Verdict:
+        d = verdict.to_dict()
+        if not self.lie or not any(r["r"] != "miss" for r in d["results"]):
+            return verdict
+        for r in d["results"]:
+            r["r"], r["open"]["occ"], r["sunk"] = "miss", False, None
+        return Verdict.from_dict(d)
+
+    def _bend(self, msg: m.Message) -> m.Message | None:
+        if isinstance(msg, m.Commit | m.Place) and not self.place:
+            return None
+        if isinstance(msg, m.RevealMsg) and not self.reveal:
+            return None
+        return msg if self.bend is None else self.bend(msg)
+
+    # -- the shell ----------------------------------------------------------------------------
+
+    def _epoch(self) -> Seat:
+        """The seat, told of a new connection (a test swaps ``c`` to reconnect)."""
+        assert self.machine is not None
+        if self.c is not self._conn:
+            self._conn = self.c
+            self.machine.epoch += 1
+        return self.machine
+
+    async def send(self, msg: m.Message) -> None:
+        """Send one message the seat gave, and tell the seat it went."""
+        seat = self._epoch()
+        await self.c.send(msg)
+        seat.carried(msg, seat.epoch)
+
+    async def _play(self, out: Out) -> None:
+        """Send what the seat says to, then play the player's part in its events."""
+        for msg in out.sends:
+            await self.send(msg)
+        for ev in out.events:
+            await self._react(ev)
+
+    async def _react(self, ev: MatchEvent) -> None:
+        seat = self.machine
+        assert seat is not None and seat.rules is not None
+        r = seat.rules
+        if isinstance(ev, GameStarted):
+            self.targets = list(range(r.cells))
+            self.closed = set()
+            self.pending.clear()
+            fleet = random_fleet(r, self.rng)
+            await self._play(seat.place(fleet, self.rng.randbytes(32)))
+        elif isinstance(ev, YourTurn):
+            self._count = ev.count
+            await self.fire()
+        elif isinstance(ev, ShotResult):
+            self.closed.update(c.row * r.cols + c.col for c in ev.cells + ev.crossed)
+        elif isinstance(ev, Resumed) and ev.game is not None and seat.seat is not None:
+            board = ev.view["boards"][1 - seat.seat]
+            self.closed |= {i for i, _ in board["fired"]} | set(board["crossed"])
+
+    def _next(self, count: int) -> tuple[int, ...]:
+        """The next ``count`` cells in order that are not known to be closed."""
+        seat = self.machine
+        assert seat is not None and seat.rules is not None and seat.seat is not None
+        closed = set(self.closed)
+        if seat.mirror is not None:
+            board = seat.mirror.boards[1 - seat.seat]
+            closed |= set(board.fired) | set(board.crossed)
+        picked: list[int] = []
+        while len(picked) < count:
+            if not self.targets:
+                # Cells dropped with a refused salvo may still be open: try them again.
+                left = range(seat.rules.cells)
+                self.targets = [i for i in left if i not in closed and i not in picked]
+                if not self.targets:
+                    break
+            i = self.targets.pop(0)
+            if i not in closed:
+                picked.append(i)
+        return tuple(picked)
 
     async def fire(self) -> None:
-        if not self.auto_fire:
+        """Call the next cells (as many as the turn calls), unless ``auto_fire`` is off."""
+        if not self.auto_fire or self.machine is None or self.machine.rules is None:
             return
-        cell = self.targets.pop(0)
+        cols = self.machine.rules.cols
+        cells = self._next(self._count)
         self.seq += 1
-        self.pending[self.seq] = cell
-        await self.c.send(m.Fire(self.match, self.game, (cell,), 0, self.seq))
+        self.pending[self.seq] = cells
+        await self._play(self.machine.fire([Cell(*divmod(i, cols)) for i in cells], self.seq))
 
     async def on(self, msg: Any) -> None:
-        c = self.c
-        if isinstance(msg, m.Start):
-            self.rules = rules_from_dict(msg.rules)
-            self.match, self.seat = msg.match, msg.seat
-        elif isinstance(msg, m.GameStart):
-            assert self.rules is not None
-            r = self.rules
-            self.game = msg.game
-            self.targets = [Cell(i // r.cols, i % r.cols).label() for i in range(r.cells)]
-            fleet = random_fleet(r, self.rng)
-            secret = self.rng.randbytes(32)
-            self.committed = Committed(r, fleet, secret, self.match, msg.game, self.seat)
-            self.defender = Defender(self.committed)
-            if not self.place:
-                return
-            sig = self.committed.seat_sig(c.key)
-            if self.mode == "blind":
-                commitment = self.committed.commitment.to_dict()
-                await c.send(m.Commit(self.match, msg.game, commitment, sig))
-            else:
-                await c.send(m.Place(self.match, msg.game, tuple(fleet.to_list()), secret, sig))
-        elif isinstance(msg, m.Firing):
-            if msg.first == self.seat:
-                await self.fire()
-        elif isinstance(msg, m.VerdictMsg | m.ShotLost):
-            if msg.next == self.seat:
-                await self.fire()
-        elif isinstance(msg, m.ShotCalled) and self.mode == "blind" and msg.seat != self.seat:
-            await self.answer(msg)
-        elif isinstance(msg, m.RevealNow) and self.mode == "blind" and self.reveal:
-            assert self.committed is not None
-            await c.send(m.RevealMsg(self.match, self.game, self.committed.reveal().to_dict()))
-        elif isinstance(msg, m.Snapshot):
-            await self.resume(msg.view)
-        elif isinstance(msg, m.GameOver):
-            self.outcomes.append(msg.outcome)
-        elif isinstance(msg, m.MatchOver):
-            self.result = msg
-        elif isinstance(msg, m.Error):
-            cell = self.pending.get(msg.ref) if msg.ref is not None else None
-            if cell is not None and msg.code in (ErrorCode.ALREADY_FIRED, ErrorCode.CROSSED_OUT):
+        """Handle one message the connection brought."""
+        if isinstance(msg, m.Start) and (self.machine is None or msg.match != self.match):
+            self.match = msg.match
+            self.machine = Seat(msg.match, self.c.key, self.c.player)
+            self.machine.tamper, self.machine.bend = self._tamper, self._bend
+        if isinstance(msg, m.Error):
+            cells = self.pending.get(msg.ref) if msg.ref is not None else None
+            if cells is not None and msg.code in (ErrorCode.ALREADY_FIRED, ErrorCode.CROSSED_OUT):
+                self.targets[:0] = cells[1:]  # the first goes: some cell of it was closed
                 await self.fire()
             else:
                 self.errors.append(msg)
+            return
+        if self.machine is None or getattr(msg, "match", None) != self.match:
+            return
+        if isinstance(msg, m.GameOver):
+            self.outcomes.append(msg.outcome)
+        elif isinstance(msg, m.MatchOver):
+            self.result = msg
+        if isinstance(msg, m.Snapshot):
+            await self.resume(msg.view)
+        else:
+            await self._play(self.machine.receive(msg, trio.current_time()))
 
     async def resume(self, view: dict[str, Any]) -> None:
-        """Carry on from a snapshot: answer the shot we owe, or fire if it is our turn."""
-        p = view["pending"]
-        if view["phase"] == "answer" and p["seat"] != self.seat and self.mode == "blind":
-            await self.answer(
-                m.ShotCalled(self.match, self.game, p["n"], p["seat"], 0, p["cells"], False)
-            )
-        elif view["phase"] == "firing" and view["turn"] == self.seat:
-            await self.fire()
-
-    async def answer(self, msg: m.ShotCalled) -> None:
-        assert self.rules is not None and self.defender is not None
-        cells = tuple(parse_cell(x, self.rules.rows, self.rules.cols) for x in msg.cells)
-        v = self.defender.answer(Shot(msg.n, msg.seat, cells, msg.radar))
-        d = v.to_dict()
-        if self.lie and any(r["r"] != "miss" for r in d["results"]):
-            for r in d["results"]:
-                r["r"], r["open"]["occ"], r["sunk"] = "miss", False, None
-        await self.c.send(m.Answer(self.match, self.game, d))
+        """Carry on from a snapshot (on a new connection: the seat sends again what it owes)."""
+        seat = self._epoch()
+        await self._play(seat.receive(m.Snapshot(self.match, self.seat, view), trio.current_time()))
 
     async def play(self, until: Callable[[Any], bool] = lambda msg: False) -> Any:
         """Handle messages until the match is over (or ``until`` says stop); return the last."""

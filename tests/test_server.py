@@ -1,8 +1,8 @@
 """The server end to end over real TCP: full matches in both trust modes, every preset, cheats,
 clocks, absence and resumption, and the signed record left behind.
 
-Players are driven by :class:`helpers.Bot`, an honest client built from the core (``Committed``,
-``Defender``); each test then bends one thing (a lie, a missing reveal, a dropped connection).
+Players are driven by :class:`helpers.Bot`, an honest client built on the core's seat machine
+(``Seat``); each test then bends one thing (a lie, a missing reveal, a dropped connection).
 """
 
 from __future__ import annotations
@@ -108,6 +108,7 @@ async def test_illegal_fleet_is_refused_then_placed_again(
     await a.send(m.Place(mid, 1, fleet, secret, ba.committed.seat_sig(a.key)))
     committed = await a.expect(m.Committed)
     assert committed.seat == ba.seat
+    await ba.on(committed)  # the bot's seat learns the order the commitments came in
     with trio.fail_after(10):
         await play_both(ba, bb)
     assert ba.result is not None and ba.errors == []
@@ -248,10 +249,10 @@ async def test_unanswered_shot_loses_no_answer(
     a, b, _ = await pair(server, nursery, SMALL, "blind")
     ba, bb = Bot(a, "blind", 15), Bot(b, "blind", 16)
 
-    async def no_answer(msg: m.ShotCalled) -> None:
-        return None
+    def no_answer(msg: m.Message) -> m.Message | None:
+        return None if isinstance(msg, m.Answer) else msg
 
-    ba.answer = bb.answer = no_answer  # type: ignore[method-assign]
+    ba.bend = bb.bend = no_answer
     await play_both(ba, bb)
     (outcome,) = ba.outcomes
     # The first shot is never answered: its caller wins.

@@ -189,23 +189,27 @@ async def test_garbage_moves_are_refused_and_the_match_plays_on(
     await b.send(m.Commit(mid, 1, bb.committed.commitment.to_dict(), bb.committed.seat_sig(b.key)))
     ba.errors.clear()
 
-    async def answer_with_junk_first(msg: m.ShotCalled) -> None:
-        await ba.c.send(m.Answer(mid, 1, {"n": msg.n, "results": "junk"}))
-        await Bot.answer(ba, msg)
+    async def answer_with_junk_first(msg: m.Message) -> None:
+        if isinstance(msg, m.Answer):
+            await ba.c.send(m.Answer(mid, 1, {"n": msg.verdict["n"], "results": "junk"}))
+        await Bot.send(ba, msg)
 
-    ba.answer = answer_with_junk_first  # type: ignore[method-assign]
+    ba.send = answer_with_junk_first  # type: ignore[method-assign]
     with trio.fail_after(20):
         await play_both(ba, bb)
     assert ba.result is not None and bb.result is not None
     assert {e.code for e in ba.errors} <= {int(ErrorCode.BAD_MESSAGE), int(ErrorCode.BAD_PROOF)}
     assert bb.errors == []
-    # Garbage co-signatures after the end: refused, the record keeps only good signatures.
+    # Garbage co-signatures after the end: refused, the record keeps only good signatures (the
+    # referee's, and the ones both seats sent at match_over).
     head = ba.result.head
     assert await refused(a, m.CoSign(mid, head, b"x" * 64)) == ErrorCode.BAD_SIGNATURE
     assert await refused(a, m.CoSign(mid, head, b"")) == ErrorCode.BAD_SIGNATURE
     assert await refused(a, m.CoSign(mid, b"\x00" * 40, b"x")) == ErrorCode.BAD_SIGNATURE
     ok = await a.request(m.GetRecord(9, mid))
-    assert [s["role"] for s in load_record(ok.data["record"])["sigs"]] == ["referee"]
+    signed = load_record(ok.data["record"])
+    assert [s["role"] for s in signed["sigs"]] == ["referee", "seat0", "seat1"]
+    assert verify_record(signed).ok
 
 
 async def test_costly_rule_sets_are_refused_without_stalling_the_server(
