@@ -1,7 +1,7 @@
 """A referee and its seats, all pure, in memory: whole matches with no sockets (h11's
-``ConnectionPair``). Every preset and 002 variant, both trust modes, team play with one seat
-machine per member, and seats that drop and resume from a snapshot: every honest seat ends with
-no lie seen, co-signs, and the record it co-signed verifies."""
+``ConnectionPair``). Every preset and 002 variant, both trust modes, lean seats, team play with
+one seat machine per member, and seats that drop and resume from a snapshot: every honest seat
+ends with no lie seen, co-signs, and the record it co-signed verifies."""
 
 from __future__ import annotations
 
@@ -57,7 +57,15 @@ class Pair:
     the referee sends it is lost, until :meth:`back` gives it a new connection and a snapshot.
     """
 
-    def __init__(self, rules: RuleSet, mode: str, *, seed: int = 0, teams: bool = False) -> None:
+    def __init__(
+        self,
+        rules: RuleSet,
+        mode: str,
+        *,
+        seed: int = 0,
+        teams: bool = False,
+        lean: tuple[bool, bool] = (False, False),
+    ) -> None:
         self.rng = random.Random(seed)
         self.rules = rules
         size = rules.team_size if teams else 1
@@ -76,8 +84,12 @@ class Pair:
         )
         self.team = teams
         self.seats = {
-            (s, k): Seat(MID, key, ids[s][k]) for s in (0, 1) for k, key in enumerate(self.keys[s])
+            (s, k): Seat(MID, key, ids[s][k], lean=lean[s])
+            for s in (0, 1)
+            for k, key in enumerate(self.keys[s])
         }
+        for s, k in self.seats:
+            self.ref.set_lean(s, lean[s], k)
         self.now = 0.0
         self.inbox: deque[tuple[tuple[int, int], m.Message]] = deque()  # seat -> referee
         self.away: set[int] = set()
@@ -86,6 +98,7 @@ class Pair:
         self.refused: list[ProtocolError] = []
         self.seq = 0
         self.drops = 0
+        self.got: dict[tuple[int, int], list[m.Message]] = {}
         self.closed: dict[tuple[tuple[int, int], int], set[int]] = {}
 
     # -- wiring --------------------------------------------------------------------------------
@@ -97,6 +110,7 @@ class Pair:
                     continue
                 for (seat, k), machine in self.seats.items():
                     if seat == s and (member is None or member == k):
+                        self.got.setdefault((seat, k), []).append(msg)
                         self.feed((seat, k), machine.receive(msg, self.now))
 
     def feed(self, who: tuple[int, int], out: Any) -> None:
@@ -242,12 +256,19 @@ RULES = {name: rules for name, rules in PRESETS.items()} | {
 }
 
 
+@pytest.mark.parametrize("lean", [(False, False), (True, False), (True, True)])
 @pytest.mark.parametrize("mode", ["blind", "custody"])
 @pytest.mark.parametrize("name", sorted(RULES))
-def test_every_preset_plays_to_a_cosigned_record(name: str, mode: str) -> None:
-    pair = Pair(RULES[name], mode, seed=len(name))
+def test_every_preset_plays_to_a_cosigned_record(
+    name: str, mode: str, lean: tuple[bool, bool]
+) -> None:
+    """Lean seats (spec 5.7) are sent no copy of their own moves: they play all the same."""
+    pair = Pair(RULES[name], mode, seed=len(name), lean=lean)
     pair.run()
     pair.check()
+    for s in (0, 1):
+        own = [x for x in pair.got[(s, 0)] if isinstance(x, m.ShotCalled) and x.seat == s]
+        assert bool(own) is not lean[s]  # a lean seat learns its shot from the verdict
     assert pair.ref.match.over
     assert not pair.refused
 
@@ -265,9 +286,11 @@ def test_a_seat_that_does_not_check_still_plays_by_the_rules(name: str) -> None:
     assert all(e.code is ErrorCode.CROSSED_OUT for e in pair.refused)
 
 
+@pytest.mark.parametrize("lean", [(False, False), (True, True)])
 @pytest.mark.parametrize("mode", ["blind", "custody"])
-def test_team_play_one_seat_machine_per_member(mode: str) -> None:
-    pair = Pair(rules_from_dict({"preset": "classic", "team_size": 2}), mode, seed=3, teams=True)
+def test_team_play_one_seat_machine_per_member(mode: str, lean: tuple[bool, bool]) -> None:
+    rules = rules_from_dict({"preset": "classic", "team_size": 2})
+    pair = Pair(rules, mode, seed=3, teams=True, lean=lean)
     pair.run()
     pair.check()
     callers = {who for who, evs in pair.events.items() if any(isinstance(e, YourTurn) for e in evs)}
@@ -279,20 +302,21 @@ def test_team_play_one_seat_machine_per_member(mode: str) -> None:
     seed=st.integers(0, 2**32 - 1),
     name=st.sampled_from(["classic", "russian", "salvo", "best-of-3"]),
     mode=st.sampled_from(["blind", "custody"]),
+    lean=st.tuples(st.booleans(), st.booleans()),
 )
 def test_seats_that_drop_and_resume_finish_without_a_false_lie(
-    seed: int, name: str, mode: str
+    seed: int, name: str, mode: str, lean: tuple[bool, bool]
 ) -> None:
     """A seat that drops at any point (losing what it had in flight) and resumes from the
     snapshot sends again what it owes, and still finds the record true."""
-    pair = Pair(RULES[name], mode, seed=seed)
+    pair = Pair(RULES[name], mode, seed=seed, lean=lean)
     pair.run(drops=0.02)
     pair.check()
 
 
 @pytest.mark.parametrize("mode", ["blind", "custody"])
 def test_many_drops_in_one_match(mode: str) -> None:
-    pair = Pair(RULES["russian"], mode, seed=11)
+    pair = Pair(RULES["russian"], mode, seed=11, lean=(True, False))
     pair.run(drops=0.2)
     pair.check()
     assert pair.drops > 10
