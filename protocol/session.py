@@ -94,7 +94,9 @@ _FATAL = frozenset({ErrorCode.FRAME_TOO_LARGE, ErrorCode.TRUNCATED_FRAME})
 _ANY_STATE = frozenset({"error", "ping", "pong", "bye"})
 _HANDSHAKE = frozenset({"hello", "welcome", "auth", "authed"})
 
-PEER_MESSAGES = frozenset({"commit", "fire", "radar", "answer", "reveal", "coin", "cosign"})
+PEER_MESSAGES = frozenset(
+    {"commit", "fire", "radar", "answer", "reveal", "resign", "coin", "cosign"}
+)
 """What travels in both directions in a ``peer`` session (``spec/protocol.md`` 6.7): the game
 inputs, which in refereed play only a client sends, go from each peer to the other."""
 

@@ -167,6 +167,7 @@ PEER_GAME = [
     m.Radar(b"m" * 16, 1, "B2", 0, 2),
     m.Answer(b"m" * 16, 1, {"n": 1}),
     m.RevealMsg(b"m" * 16, 1, {"fleet": []}),
+    m.Resign(b"m" * 16, 1),
     m.CoSign(b"m" * 16, b"h" * 32, b"s" * 64),
 ]
 
