@@ -85,10 +85,9 @@ class ConsolePlayer(Player):
         return self.current
 
     async def move(self, game: Game, seat: int, view: Any) -> Move:
-        """Both grids, then a typed move."""
-        move = await self.ui.move(game, seat, self.current)
-        assert move is not None  # peer play offers no resignation: there is no referee to tell
-        return move
+        """Both grids, then a typed move, or ``resign`` (which the other peer is sent, 6.7)."""
+        move = await self.ui.move(game, seat, self.current, can_resign=True)
+        return ("resign", []) if move is None else move
 
     def refused(self, error: ProtocolError) -> None:
         """Explain why our own referee refused the move; :meth:`move` asks again."""

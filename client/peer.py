@@ -1,32 +1,15 @@
-"""Peer play: two players, no server, each the referee of the other.
+"""Peer play over TCP: two players, no server, each the referee of the other (spec 6.7).
 
 Theory of operation. The host listens (port 0 picks a free port; the address is reported through
-``task_status``), the joiner connects. The handshake is FLOW step 1 with the host in the server's
-role (``hello``/``welcome``/``auth``/``authed``). Then both sides run the *same* pure core: one
-:class:`~seabattle.protocol.match.Match` each, fed the same inputs in the same order, so that both
-end with the same transcript, the same record and the same record head.
-
-Message use, and where it differs from ``spec/protocol.md`` 5.6 (which describes refereed play):
-
-* After ``authed`` the host sends ``start{match, seat: 1, rules, mode: "peer", players}``: the host
-  draws the match id and the rules, and always sits in seat 0.
-* Each game: there is no ``game`` message; both sides start game ``n`` when game ``n - 1`` is over.
-  Each side sends ``commit{match, game, commitment}`` (a client-to-server message in FLOW; here it
-  goes peer to peer). When the match needs a lot for the first shot, each side then sends
-  ``coin{hash, nonce: None}`` and, once it holds the other's hash, ``coin{hash: None, nonce}``;
-  ``first = coin_result(nonce0, nonce1)``. There is no ``firing``: each side applies
-  ``commit(0)``, ``commit(1)`` and then ``set_first`` to its own game, in that order.
-* The mover sends ``fire`` (or ``radar``) directly; there is no ``shot`` relay. A move the
-  defender's referee refuses is answered with ``error{code, msg, ref: seq}`` and nothing changes.
-  The defender answers with ``answer{verdict}``; there is no ``verdict`` relay. Each side checks the
-  other's openings at once, in its own game.
-* No ``reveal_now``: when the game's phase becomes ``reveal`` both sides send ``reveal``, and each
-  applies the reveals in seat order.
-* At the end each side builds the record (``referee: None``), signs its head, and sends
-  ``cosign{match, head, sig}``; a head that differs means the two transcripts differ, and the match
-  is reported as disputed. The signed record carries both signatures (roles ``seat0``, ``seat1``).
-* Clocks are not enforced (a peer cannot be forced to play on time without a referee); a peer that
-  disconnects forfeits nothing on the record, which simply ends.
+``task_status``), the joiner connects. The handshake is 6.7 step 1, FLOW step 1 with the host in
+the server's role (``hello``/``welcome``/``auth``/``authed``); it is here, with the connection.
+Everything after it is the pure :class:`~seabattle.protocol.peer.Peer`'s (``start``, the commits,
+the coin, shots and answers, reveals, resignations, the record and its co-signatures: its
+docstring says how each travels). This shell is a loop: it sends what the peer machine gives,
+reads the other side's next message for it, and turns the machine's events into calls on a
+:class:`Player`, whose choices (a fleet, a move) it feeds back. A peer that disconnects ends the
+match without a record (:class:`~.wire.ConnectionClosed`); one that breaks 6.7 ends it with
+:exc:`PeerCheated`.
 """
 
 from __future__ import annotations
@@ -34,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -41,16 +25,24 @@ from typing import Any
 import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.protocol import messages as m
-from seabattle.protocol.commit import Committed, coin_commit, coin_result, sign_seat
-from seabattle.protocol.errors import ProtocolError, Refused, RemoteProtocolError
+from seabattle.protocol.errors import ProtocolError, RemoteProtocolError
 from seabattle.protocol.fleet import Fleet, random_fleet
-from seabattle.protocol.game import Deadline, Game, Phase
+from seabattle.protocol.game import Game
 from seabattle.protocol.grid import Cell
-from seabattle.protocol.inputs import Expire
 from seabattle.protocol.match import Match
-from seabattle.protocol.record import VerifyReport, build_record, record_head, verify_record
-from seabattle.protocol.referee import Referee
-from seabattle.protocol.rules import RuleSet, rules_from_dict
+from seabattle.protocol.peer import TRAVELS, Peer, PeerCheated, RecordSigned
+from seabattle.protocol.record import VerifyReport
+from seabattle.protocol.rules import RuleSet
+from seabattle.protocol.seat import Out
+from seabattle.protocol.seat_events import (
+    GameEnded,
+    GameStarted,
+    IncomingShot,
+    Info,
+    MatchEvent,
+    ShotResult,
+    YourTurn,
+)
 from seabattle.protocol.session import (
     MAX_C2S_FRAME,
     SUPPORTED_VERSIONS,
@@ -58,9 +50,9 @@ from seabattle.protocol.session import (
     auth_payload,
     check_auth,
 )
-from seabattle.protocol.verdict import Defender, Shot, Verdict
+from seabattle.protocol.verdict import Shot, Verdict
 
-from .targeting import feed_view
+from .targeting import TargetView, feed_view
 from .wire import AGENT, ConnectionClosed, Wire, load_key, public_key
 
 __all__ = [
@@ -74,17 +66,8 @@ __all__ = [
 ]
 
 
-#: Peer play runs no clocks (a peer cannot be made to play on time without a referee), so the
-#: referee each side runs is told one time throughout.
-_NOW = 0.0
-
-
-class PeerCheated(Exception):
-    """The peer broke the protocol in a way no game outcome covers (a false coin, a bad record)."""
-
-
 Move = tuple[str, list[Cell]]
-"""``("fire", cells)`` or ``("radar", [top_left])``."""
+"""``("fire", cells)``, ``("radar", [top_left])`` or ``("resign", [])``."""
 
 
 class Player:
@@ -160,15 +143,16 @@ class PeerResult:
         return None if w is None else w == self.seat
 
 
+Reporter = Callable[[str, Any], None]
+
+
 # ================================================================================================
 # Handshakes
 # ================================================================================================
 
 
-async def _host_handshake(
-    wire: Wire, key: Ed25519PrivateKey, rules: RuleSet
-) -> tuple[bytes, bytes, str]:
-    """Take the server's role; return (match id, the joiner's key, its name).
+async def _host_handshake(wire: Wire, key: Ed25519PrivateKey) -> tuple[bytes, str]:
+    """Take the server's role; return the joiner's key and its name.
 
     What the host refuses on the way (a hello with no version in common, an auth that does not
     verify, a message out of order) is answered with ``error`` before the host gives up, so that
@@ -188,16 +172,12 @@ async def _host_handshake(
             await wire.send(m.Error(e.code, e.detail, None))
         raise
     await wire.send(m.Authed(auth.key.hex(), b""))
-    match_id = os.urandom(16)
-    players = (pub.hex(), auth.key.hex())
-    await wire.send(m.Start(match_id, 1, rules.to_dict(), "peer", players))
-    return match_id, auth.key, auth.name
+    return auth.key, auth.name
 
 
-async def _join_handshake(
-    wire: Wire, key: Ed25519PrivateKey, name: str
-) -> tuple[bytes, bytes, RuleSet]:
-    """Take the client's role; return (match id, the host's key, the rules)."""
+async def _join_handshake(wire: Wire, key: Ed25519PrivateKey, name: str) -> Peer:
+    """Take the client's role; return our peer machine for the match the host's ``start``
+    offers."""
     wire.set_role(Role.CLIENT)
     await wire.send(m.Hello(SUPPORTED_VERSIONS, AGENT, ("peer",)))
     welcome = await wire.expect(m.Welcome)
@@ -213,9 +193,7 @@ async def _join_handshake(
     await wire.expect(m.Authed)
     start = await wire.expect(m.Start)
     assert isinstance(start, m.Start)
-    if start.seat != 1 or start.players[1] != pub.hex() or start.players[0] != welcome.server.hex():
-        raise PeerCheated("the host's start names other players or seats")
-    return start.match, welcome.server, rules_from_dict(start.rules)
+    return Peer.joining(start, key, welcome.server, entropy=os.urandom)
 
 
 # ================================================================================================
@@ -223,171 +201,99 @@ async def _join_handshake(
 # ================================================================================================
 
 
-async def _lot(wire: Wire, match_id: bytes, game: int, seat: int) -> int:
-    nonce = os.urandom(32)
-    await wire.send(m.Coin(match_id, game, coin_commit(match_id, game, seat, nonce), None))
-    theirs = await wire.expect(m.Coin)
-    assert isinstance(theirs, m.Coin)
-    if theirs.hash is None or theirs.nonce is not None:
-        raise PeerCheated("the coin opens with a hash, and a hash only")
-    # Our nonce goes out only now: the peer is bound to its nonce before it can see ours.
-    await wire.send(m.Coin(match_id, game, None, nonce))
-    opened = await wire.expect(m.Coin)
-    assert isinstance(opened, m.Coin)
-    if opened.nonce is None or len(opened.nonce) != 32:
-        raise PeerCheated("the coin closes with a 32-byte nonce")
-    if coin_commit(match_id, game, 1 - seat, opened.nonce) != theirs.hash:
-        raise PeerCheated("the peer's coin nonce does not match its hash")
-    nonces = (nonce, opened.nonce) if seat == 0 else (opened.nonce, nonce)
-    return coin_result(*nonces)
+class _Shell:
+    """Carries one peer machine's sends over ``wire`` and its events to ``player``."""
 
+    def __init__(self, wire: Wire, peer: Peer, player: Player, hook: Reporter) -> None:
+        self.wire = wire
+        self.peer = peer
+        self.player = player
+        self.hook = hook
+        self.view = TargetView(peer.rules)
+        self.events: deque[MatchEvent] = deque()
+        # The lying hook of a test's player: the verdicts our seat gives pass through it.
+        peer.player.tamper = player.answer
 
-async def _play_game(
-    wire: Wire,
-    ref: Referee,
-    seat: int,
-    key: Ed25519PrivateKey,
-    player: Player,
-    on_event: Callable[[str, Any], None],
-) -> None:
-    from .targeting import TargetView
+    async def run(self) -> None:
+        await self.take(self.peer.start())
+        while True:
+            while self.events:
+                await self.react(self.events.popleft())
+            if self.peer.done:
+                return
+            await self.take(self.peer.receive(await self.wire.expect(*TRAVELS)))
 
-    rules, mid = ref.rules, ref.match_id
-    peer = 1 - seat
-    g = ref.game
-    assert g is not None
-    n = g.number
-    need_lot = g.first is None
-    committed = Committed(rules, await player.fleet(rules, n), os.urandom(32), mid, n, seat)
-    defender = Defender(committed)
-    sig = sign_seat(key, committed.ctx, committed.root)
-    mine = m.Commit(mid, n, committed.commitment.to_dict(), sig)
-    await wire.send(mine)
-    theirs = await wire.expect(m.Commit)
-    assert isinstance(theirs, m.Commit)
-    first = await _lot(wire, mid, n, seat) if need_lot else None
-    commits = (mine, theirs) if seat == 0 else (theirs, mine)
-    try:
-        # Both sides feed the commits in seat order, then the lot: the same transcript.
-        for s in (0, 1):
-            ref.receive(s, commits[s], _NOW)
-        if first is not None:
-            ref.draw(first, _NOW)
-    except ProtocolError as e:
-        raise PeerCheated(f"the peer's commitment is refused: {e}") from None
-    on_event("firing", {"game": n, "first": g.first})
-    player.started(g, seat)
-    view = TargetView(rules)
-    seq = 0
-    while g.phase in (Phase.FIRING, Phase.ANSWER):
-        if g.turn == seat:
-            kind, cells = await player.move(g, seat, view)
-            move: m.Fire | m.Radar
-            if kind == "radar":
-                move = m.Radar(mid, n, cells[0].label(), g.caller(seat), seq + 1)
-            else:
-                move = m.Fire(mid, n, tuple(c.label() for c in cells), g.caller(seat), seq + 1)
-            try:
-                ref.receive(seat, move, _NOW)
-            except ProtocolError as e:
-                player.refused(e)
-                continue
-            seq += 1
-            await wire.send(move)
-            shot = g.pending
-            if shot is None:
-                player.shot_lost(g, seat, seat, "repeat")
-                continue  # a wasted repeat: the turn passed, nothing to answer
-            ans = await wire.expect(m.Answer)
-            assert isinstance(ans, m.Answer)
-            before = set(g.boards[peer].crossed)
-            try:
-                v = Verdict.from_dict(ans.verdict)
-                sends = ref.receive(peer, ans, _NOW)
-            except ProtocolError as e:
-                raise PeerCheated(f"the peer's answer is malformed: {e}") from None
+    async def take(self, out: Out) -> None:
+        for msg in out.sends:
+            await self.wire.send(msg)
+        self.events.extend(out.events)
+
+    def game(self, n: int) -> Game:
+        return self.peer.referee.match.games[n - 1]
+
+    async def react(self, ev: MatchEvent) -> None:
+        peer, player, seat = self.peer, self.player, self.peer.seat
+        rules = peer.rules
+        if isinstance(ev, GameStarted):
+            self.view = TargetView(rules)
+            fleet = await player.fleet(rules, ev.game)
+            await self.take(peer.place(fleet, os.urandom(32)))
+        elif isinstance(ev, YourTurn):
+            await self.move(self.game(ev.game))
+        elif isinstance(ev, ShotResult):
+            g = self.game(ev.game)
             if g.outcome is None:
-                feed_view(view, rules, cells, kind == "radar", v)
-                for i in sorted(g.boards[peer].crossed - before):
-                    view.crossed(Cell(*divmod(i, rules.cols)))
-            on_event("result", {"game": n, "cells": cells, "verdict": v, "sends": sends})
-            player.shot_answered(g, seat, shot, v)
-        else:
-            msg = await wire.expect(m.Fire, m.Radar)
-            assert isinstance(msg, m.Fire | m.Radar)
+                feed_view(self.view, rules, ev.cells, ev.radar, ev.verdict)
+                for c in ev.crossed:
+                    self.view.crossed(c)
+            self.hook("result", {"game": ev.game, "cells": list(ev.cells), "verdict": ev.verdict})
+            player.shot_answered(g, seat, Shot(ev.n, seat, ev.cells, ev.radar), ev.verdict)
+        elif isinstance(ev, IncomingShot):
+            assert ev.verdict is not None  # blind: the verdict is our own
+            shot = Shot(ev.n, 1 - seat, ev.cells, ev.radar)
+            self.hook("incoming", {"game": ev.game, "shot": shot, "verdict": ev.verdict})
+            player.shot_at(self.game(ev.game), seat, shot, ev.verdict)
+        elif isinstance(ev, GameEnded):
+            self.hook("game_over", {"game": ev.game, "outcome": dict(ev.outcome)})
+            player.game_over(self.game(ev.game), seat)
+        elif isinstance(ev, RecordSigned):
+            self.hook("match_over", {"result": peer.referee.match.to_dict(), "report": ev.report})
+        elif isinstance(ev, Info):
+            msg = ev.message
+            if isinstance(msg, m.Firing):
+                self.hook("firing", {"game": msg.game, "first": msg.first})
+                player.started(self.game(msg.game), seat)
+            elif isinstance(msg, m.ShotLost):
+                player.shot_lost(self.game(msg.game), seat, msg.seat, msg.why)
+
+    async def move(self, g: Game) -> None:
+        """Ask the player until our own game takes its move."""
+        peer, seat = self.peer, self.peer.seat
+        while True:
+            kind, cells = await self.player.move(g, seat, self.view)
             try:
-                ref.receive(peer, msg, _NOW)
-            except (Refused, RemoteProtocolError) as e:
-                await wire.send(m.Error(e.code, e.detail, msg.seq))
+                if kind == "resign":
+                    out = peer.resign()
+                elif kind == "radar":
+                    out = peer.radar(cells[0])
+                else:
+                    out = peer.fire(cells)
+            except ProtocolError as e:
+                self.player.refused(e)
                 continue
-            shot = g.pending
-            if shot is None:
-                player.shot_lost(g, seat, peer, "repeat")
-                continue
-            verdict = player.answer(shot, defender.answer(shot))
-            answer = m.Answer(mid, n, verdict.to_dict())
-            await wire.send(answer)
-            ref.receive(seat, answer, _NOW)
-            on_event("incoming", {"game": n, "shot": shot, "verdict": verdict})
-            player.shot_at(g, seat, shot, verdict)
-    if g.phase is Phase.REVEAL:
-        ours = m.RevealMsg(mid, n, committed.reveal().to_dict())
-        await wire.send(ours)
-        rv = await wire.expect(m.RevealMsg)
-        assert isinstance(rv, m.RevealMsg)
-        for s, reveal in enumerate((ours, rv) if seat == 0 else (rv, ours)):
-            # A reveal that cannot even be parsed counts as no reveal at all.
-            with contextlib.suppress(ProtocolError):
-                ref.receive(s, reveal, _NOW)
-        if g.phase is Phase.REVEAL:
-            ref.feed(Expire(Deadline.REVEAL), _NOW)
-    assert g.outcome is not None
-    on_event("game_over", {"game": n, "outcome": g.outcome.to_dict()})
-    player.game_over(g, seat)
+            await self.take(out)
+            return
 
 
 async def play_peer(
-    wire: Wire,
-    ref: Referee,
-    seat: int,
-    key: Ed25519PrivateKey,
-    peer_key: bytes,
-    player: Player,
-    on_event: Callable[[str, Any], None] | None = None,
+    wire: Wire, peer: Peer, player: Player, on_event: Reporter | None = None
 ) -> PeerResult:
-    """Play the match ``ref`` referees to its end over ``wire``; exchange co-signatures."""
-    hook = on_event or (lambda kind, data: None)
-    ref.start(_NOW)
-    while not ref.over:
-        await _play_game(wire, ref, seat, key, player, hook)
-    match = ref.match
-    keys = [public_key(key), peer_key] if seat == 0 else [peer_key, public_key(key)]
-    record = build_record(match, keys, None)
-    head = record_head(record)
-    sig = key.sign(head)
-    mine: dict[str, Any] = {"key": public_key(key), "sig": sig, "role": f"seat{seat}"}
-    await wire.send(m.CoSign(match.match_id, head, sig))
-    co = await wire.expect(m.CoSign)
-    assert isinstance(co, m.CoSign)
-    theirs: dict[str, Any] = {"key": peer_key, "sig": co.sig, "role": f"seat{1 - seat}"}
-    sigs = [mine, theirs] if seat == 0 else [theirs, mine]
-    signed = {"record": record, "sigs": sigs}
-    report = verify_record(signed)
-    if co.head != head:
-        report.ok = False
-        report.reason = "disputed: the peer signed another head (its transcript differs)"
-        report.problems.insert(0, report.reason)
-    hook("match_over", {"result": match.to_dict(), "report": report})
-    return PeerResult(seat, match, signed, report, peer_key.hex())
-
-
-def _referee(match_id: bytes, rules: RuleSet, keys: tuple[bytes, bytes]) -> Referee:
-    """The referee each side runs: blind (each holds its own fleet), lots drawn by the coin."""
-    players = (keys[0].hex(), keys[1].hex())
-    return Referee(match_id=match_id, rules=rules, mode="blind", players=players, lot=None)
-
-
-Reporter = Callable[[str, Any], None]
+    """Play ``peer``'s match to its end over ``wire`` (after the handshake), co-signatures and
+    all. ``on_event(kind, data)`` is told ``firing``, ``result``, ``incoming``, ``game_over`` and
+    ``match_over`` as they happen."""
+    await _Shell(wire, peer, player, on_event or (lambda kind, data: None)).run()
+    assert peer.signed is not None and peer.report is not None
+    return PeerResult(peer.seat, peer.referee.match, peer.signed, peer.report, peer.peer_key.hex())
 
 
 async def host(
@@ -415,9 +321,9 @@ async def host(
             await lst.aclose()
     wire = Wire(stream, MAX_C2S_FRAME)
     async with stream:
-        mid, peer_key, _name = await _host_handshake(wire, k, rules)
-        ref = _referee(mid, rules, (public_key(k), peer_key))
-        return await play_peer(wire, ref, 0, k, peer_key, player, on_event)
+        joiner, _name = await _host_handshake(wire, k)
+        peer = Peer.hosting(rules, k, joiner, entropy=os.urandom)
+        return await play_peer(wire, peer, player, on_event)
 
 
 async def join(
@@ -435,6 +341,5 @@ async def join(
     stream = await (connect or trio.open_tcp_stream)(address, port)
     wire = Wire(stream, MAX_C2S_FRAME)
     async with stream:
-        mid, peer_key, rules = await _join_handshake(wire, k, name)
-        ref = _referee(mid, rules, (peer_key, public_key(k)))
-        return await play_peer(wire, ref, 1, k, peer_key, player, on_event)
+        peer = await _join_handshake(wire, k, name)
+        return await play_peer(wire, peer, player, on_event)

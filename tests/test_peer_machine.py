@@ -9,19 +9,27 @@ stops a match (a false coin, a refused move, a message out of turn) stop it."""
 
 from __future__ import annotations
 
+import io
 import random
 from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from helpers import peer_match
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from rich.console import Console
+from seabattle.bots.strategies import make_strategy
+from seabattle.cli.human import ConsolePlayer
+from seabattle.cli.tui import TerminalUI
+from seabattle.client.peer import BotPlayer, Move
 from seabattle.protocol import messages as m
 from seabattle.protocol.errors import ErrorCode, ProtocolError
 from seabattle.protocol.fleet import random_fleet
-from seabattle.protocol.game import EndReason, Phase
+from seabattle.protocol.game import EndReason, Game, Phase
 from seabattle.protocol.grid import Cell
 from seabattle.protocol.peer import TRAVELS, Peer, PeerCheated, RecordSigned
 from seabattle.protocol.rules import PRESETS, RuleSet, rules_from_dict
@@ -439,3 +447,58 @@ def test_a_message_bent_on_the_way_leaves_the_match_disputed() -> None:
     for peer in (host, joiner):
         assert peer.report is not None and not peer.report.ok
         assert peer.report.reason.startswith("disputed")
+
+
+# -- over TCP -------------------------------------------------------------------------------------
+
+
+class Resigner(BotPlayer):
+    """A bot that resigns game ``game`` on its ``turn``-th turn there."""
+
+    def __init__(self, game: int, turn: int, rng: random.Random) -> None:
+        super().__init__(make_strategy("random"), rng)
+        self.at, self.turns = (game, turn), 0
+
+    async def move(self, game: Game, seat: int, view: Any) -> Move:
+        self.turns += 1
+        if (game.number, self.turns) == self.at:
+            return "resign", []
+        return await super().move(game, seat, view)
+
+
+@pytest.mark.parametrize("resigner", [0, 1], ids=["host", "joiner"])
+async def test_a_resignation_over_tcp_ends_in_one_record_saying_resigned(resigner: int) -> None:
+    rules = rules_from_dict({"preset": "classic-8x8", "match": {"kind": "best-of", "games": 3}})
+    players: list[BotPlayer] = [BotPlayer(make_strategy("hunt"), random.Random(1)) for _ in "ab"]
+    players[resigner] = Resigner(1, 2, random.Random(2))
+    with trio.fail_after(30):
+        h, j = await peer_match(rules, players[0], players[1], name="joiner")
+    assert h.report.ok and j.report.ok and h.signed == j.signed
+    g = _resigned(h.signed["record"], 1)
+    assert g["transcript"][-1] == {"in": "resign", "seat": resigner}
+    assert h.match.games[0].outcome is not None
+    assert h.match.games[0].outcome.winner == 1 - resigner
+    assert len(h.signed["record"]["games"]) >= 2  # the match went on after it
+
+
+@pytest.mark.parametrize("human_hosts", [True, False], ids=["host", "join"])
+async def test_a_person_at_the_terminal_resigns_a_peer_game(human_hosts: bool) -> None:
+    """``resign`` typed at the shot prompt gives the game up (it was refused as not a cell)."""
+    typed = iter(["resign"])
+
+    async def person(prompt: str) -> str | None:
+        return "random" if prompt.startswith("place") else next(typed, "A1")
+
+    out = io.StringIO()
+    human = ConsolePlayer(ui=TerminalUI(Console(file=out, width=100), person))
+    bot = BotPlayer(make_strategy("random"), random.Random(4))
+    hosting, joining = (human, bot) if human_hosts else (bot, human)
+    with trio.fail_after(15):
+        h, j = await peer_match(PRESETS["classic-8x8"], hosting, joining, name="joiner")
+    mine = h if human_hosts else j
+    assert mine.report.ok and h.signed == j.signed
+    g = _resigned(mine.signed["record"], 1)
+    assert g["outcome"]["winner"] == 1 - mine.seat and mine.won is False
+    text = out.getvalue()
+    assert "or resign" in text and "not a cell" not in text
+    assert "you resigned" in text
