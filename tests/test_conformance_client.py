@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.bots.play import play_bot
 from seabattle.bots.strategies import make_strategy
-from seabattle.client.api import ConnectionClosed, MatchHandle, RequestFailed, connect
+from seabattle.client.api import ConnectionClosed, RequestFailed, connect
 from seabattle.client.peer import BotPlayer, PeerCheated, join
 from seabattle.client.wire import Wire, client_handshake
 from seabattle.conformance import conformance
@@ -23,6 +23,7 @@ from seabattle.conformance.probe import RULES
 from seabattle.conformance.serve import CLIENT_CASES, run_client_suite
 from seabattle.protocol import messages as m
 from seabattle.protocol.errors import RemoteProtocolError
+from seabattle.protocol.seat import Seat
 from seabattle.protocol.session import Role
 
 Launcher = Callable[[str, int], Awaitable[None]]
@@ -82,9 +83,9 @@ def test_the_command_tests_our_bot_as_a_subprocess() -> None:
 async def test_a_client_that_cosigns_a_lie_fails_the_lie_cases(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # Our client with its dispute forgotten: it checks, and co-signs whatever it found.
+    # Our client with its dispute forgotten: its seat checks, and co-signs whatever it found.
     forgetful = property(lambda h: None, lambda h, v: None)
-    monkeypatch.setattr(MatchHandle, "disputed", forgetful, raising=False)
+    monkeypatch.setattr(Seat, "disputed", forgetful, raising=False)
     report = await run_client_suite(
         _our_client, only=["c5.6", "c10.7", "c5.5"], timeout=5, settle=0.05
     )
