@@ -27,7 +27,7 @@ from seabattle.protocol.fleet import Fleet, random_fleet
 from seabattle.protocol.game import Game
 from seabattle.protocol.grid import Cell
 from seabattle.protocol.rules import RuleSet
-from seabattle.protocol.seat import Out, Seat, Tamper
+from seabattle.protocol.seat import Clock, Out, Seat, Tamper
 from seabattle.protocol.session import LEAN
 from seabattle.protocol.verdict import Defender
 
@@ -82,6 +82,7 @@ class MatchHandle:
         self._game_event = trio.Event()
         self._send, self._recv = trio.open_memory_channel[MatchEvent](math.inf)
         self._done = False
+        self._clock: tuple[Clock, RunningClock] | None = None
 
     # -- what the seat knows (the core's, read-only) -----------------------------------------
 
@@ -179,7 +180,12 @@ class MatchHandle:
     def clock(self) -> RunningClock | None:
         """The last clock the server started in this match (``None`` between games)."""
         c = self.core.clock
-        return None if c is None else RunningClock(c.game, c.kind, c.seconds, c.seat, c.started)
+        if c is None:
+            return None
+        if self._clock is None or self._clock[0] is not c:
+            # One object per clock started: a screen tells a new clock by identity.
+            self._clock = (c, RunningClock(c.game, c.kind, c.seconds, c.seat, c.started))
+        return self._clock[1]
 
     @property
     def tamper(self) -> Tamper | None:
