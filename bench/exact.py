@@ -32,9 +32,9 @@ import random
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from seabattle.client.targeting import _placements
 from seabattle.protocol.fleet import Fleet, Placement
 from seabattle.protocol.rules import RuleSet, SunkReport
+from seabattle.protocol.targeting import _placements
 
 if TYPE_CHECKING:
     from seabattle.bots.strategies import Strategy

@@ -160,7 +160,7 @@ def _prior(rules: RuleSet) -> tuple[float, ...]:
     before its first shot (its sampler, run long on the empty board, from a fixed seed): a fleet
     on unlikely cells is among the last it looks for. Where ships may not touch the uniform
     fleet favours edges and corners, which the density shooter's per-ship count misses."""
-    from seabattle.client.targeting import TargetView
+    from seabattle.protocol.targeting import TargetView
 
     from .posterior import Sampler  # posterior imports nothing of this module
 

@@ -17,7 +17,7 @@ from seabattle.client.events import (
     YourTurn,
 )
 from seabattle.client.match import MatchHandle
-from seabattle.client.targeting import TargetView, feed_view, view_from_snapshot
+from seabattle.protocol.targeting import TargetView, feed_view, view_from_snapshot
 
 if TYPE_CHECKING:
     from seabattle.client.api import Client

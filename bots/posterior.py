@@ -36,7 +36,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from seabattle.client.targeting import (
+from seabattle.protocol.rules import RuleSet, SunkReport
+from seabattle.protocol.targeting import (
     _CROSSED,
     _HIT,
     _MISS,
@@ -45,7 +46,6 @@ from seabattle.client.targeting import (
     TargetView,
     _placements,
 )
-from seabattle.protocol.rules import RuleSet, SunkReport
 
 __all__ = ["Estimate", "Model", "Sampler"]
 

@@ -16,10 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from seabattle.client.targeting import _UNKNOWN, TargetView
 from seabattle.protocol.fleet import Fleet, random_fleet
 from seabattle.protocol.grid import Cell
 from seabattle.protocol.rules import RuleSet, SalvoReport, ShotMode, SunkReport
+from seabattle.protocol.targeting import _UNKNOWN, TargetView
 from seabattle.protocol.verdict import Result, Shot, radar_cells, true_answer
 
 if TYPE_CHECKING:

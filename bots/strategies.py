@@ -5,7 +5,7 @@ Pure computation: no I/O, no clock, and no randomness of its own (the caller pas
 
 Strategies (:class:`RandomStrategy`, :class:`HuntStrategy`, :class:`DensityStrategy`,
 :class:`BestStrategy`, the strongest: posterior sampling by :mod:`.posterior`) only read a
-:class:`TargetView`, the attacker's tracking grid (:mod:`seabattle.client.targeting`, with its
+:class:`TargetView`, the attacker's tracking grid (:mod:`seabattle.protocol.targeting`, with its
 theory of operation: what the view infers from what the rules reveal). :func:`simulate_shots_to_win`
 plays one side of a game locally, for ``seabattle bot --stats`` (:mod:`.simulate`). Both are
 importable from here too.
@@ -18,7 +18,9 @@ import random
 from collections import Counter
 from typing import Protocol
 
-from seabattle.client.targeting import (
+from seabattle.protocol.grid import Cell
+from seabattle.protocol.rules import SunkReport
+from seabattle.protocol.targeting import (
     _CROSSED,
     _FIRED,
     _HIT,
@@ -29,8 +31,6 @@ from seabattle.client.targeting import (
     TargetView,
     _placements,
 )
-from seabattle.protocol.grid import Cell
-from seabattle.protocol.rules import SunkReport
 
 from .posterior import Estimate, Sampler
 from .simulate import simulate_shots_to_win

@@ -50,9 +50,9 @@ from seabattle.protocol.session import (
     auth_payload,
     check_auth,
 )
+from seabattle.protocol.targeting import TargetView, feed_view
 from seabattle.protocol.verdict import Shot, Verdict
 
-from .targeting import TargetView, feed_view
 from .wire import AGENT, ConnectionClosed, Wire, load_key, public_key
 
 __all__ = [

@@ -1,8 +1,10 @@
 """What an attacker knows of the opponent's grid: the :class:`TargetView` that bot strategies read.
 
-Pure computation: no I/O, no clock, no randomness. It is the client library's, not the bots': peer
-play (:mod:`.peer`) keeps one for the player whose turn it is, fed by :func:`feed_view` with each
-verdict; the strategies (:mod:`seabattle.bots.strategies`, which re-exports it) only read it.
+Pure computation: no I/O, no clock, no randomness. It is a player's knowledge, derived from the
+verdicts alone, as the seat's mirror is its check: peer play (:mod:`seabattle.client.peer`) keeps
+one for the player whose turn it is, fed by :func:`feed_view` with each verdict, and so does a bot
+playing a server match; the strategies (:mod:`seabattle.bots.strategies`, which re-exports it)
+only read it.
 :func:`view_from_snapshot` builds one again from a snapshot after a reconnect.
 
 Theory of operation. A :class:`TargetView` is the attacker's tracking grid, fed only with what the
