@@ -1,19 +1,26 @@
 """The suite's side of a client case: the handshake as a server (or hosting peer), a refereed
 match whose other seat the suite plays, and a peer match the suite hosts.
 
-Honest play comes from the reference core: :class:`~seabattle.protocol.referee.Referee` referees
-the refereed match (the suite's opponent commits, fires and answers honestly), and the peer host
-runs the same game state machine the reference peer does. A case that lies passes a ``lie``:
-every message for the client goes through it on its way out, so that the lie is one altered
-message in an otherwise honest match.
+Honest play comes from the reference core, and only from it. The refereed match is refereed by
+the pure :class:`~seabattle.protocol.referee.Referee`, told whether the client's session is lean
+(:meth:`~seabattle.protocol.referee.Referee.set_lean`: the copies 5.7 leaves out are left out
+there); the suite's opponent is a :class:`~seabattle.protocol.seat.Seat`, whose player places a
+random fleet and fires at the first free cells in grid order. The peer host runs the same game
+state machine the reference peer does.
+
+A case that lies never plays a seat of its own: it passes a ``lie``, through which every message
+for the client goes on its way out (the lie is one altered message in an otherwise honest
+match).
 """
 
 from __future__ import annotations
 
 import os
 import random
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 import trio
@@ -39,8 +46,10 @@ from seabattle.protocol.record import (
     record_head,
     sign_as,
 )
-from seabattle.protocol.referee import Referee, seat_bit
+from seabattle.protocol.referee import Referee, Send, seat_bit
 from seabattle.protocol.rules import BadRules, rules_from_dict
+from seabattle.protocol.seat import Seat
+from seabattle.protocol.seat_events import GameStarted, YourTurn
 from seabattle.protocol.session import LEAN, check_auth
 from seabattle.protocol.verdict import Defender, Shot, Verdict
 
@@ -103,14 +112,15 @@ async def handshake(
     return auth
 
 
-def _scan(g: Game, target: int) -> Cell:
-    """The first cell of ``target``'s grid not fired at or crossed out."""
-    cols = g.rules.cols
-    board = g.boards[target]
-    for i in range(g.rules.cells):
-        if i not in board.fired and i not in board.crossed:
-            return Cell(*divmod(i, cols))
-    raise CaseFailed("no cell left to fire at")
+def _scan(g: Game, target: int, count: int) -> list[Cell]:
+    """The suite's player's choice: the first ``count`` cells of ``target``'s grid in grid order
+    not fired at or crossed out."""
+    board, cols = g.boards[target], g.rules.cols
+    free = (i for i in range(g.rules.cells) if i not in board.fired and i not in board.crossed)
+    cells = [Cell(*divmod(i, cols)) for i in islice(free, count)]
+    if not cells:
+        raise CaseFailed("no cell left to fire at")
+    return cells
 
 
 @dataclass
@@ -126,12 +136,11 @@ class RefereedMatch:
     lie: Lie = _truth
     ref: Referee | None = None
     seat: int = 0  #: the client's seat
+    #: The suite's honest opponent, in the other seat.
+    opponent: Seat | None = None
     refused: list[str] = field(default_factory=list)
     head: bytes = b""
     signed: dict[str, Any] | None = None
-    _opp: Committed | None = None
-    _defender: Defender | None = None
-    _queue: list[tuple[int, m.Message]] = field(default_factory=list)
 
     async def lobby(self) -> None:
         """Wait for the client to ask for a match (``quick``, ``create`` or ``join``), grant it,
@@ -164,8 +173,8 @@ class RefereedMatch:
             data["invite"] = "CONFORM2"
         await self.r.send(m.Ok(msg.id, data))
         self.seat = self.rng.randrange(2)
-        self._opp_key = Ed25519PrivateKey.generate()
-        opp = self._opp_key.public_key().public_bytes_raw()
+        opp_key = Ed25519PrivateKey.generate()
+        opp = opp_key.public_key().public_bytes_raw()
         keys = [self.client_key, opp] if self.seat == 0 else [opp, self.client_key]
         self.ref = Referee(
             match_id=mid,
@@ -174,6 +183,8 @@ class RefereedMatch:
             players=(keys[0].hex(), keys[1].hex()),
             lot=os.urandom(32),
         )
+        self.ref.set_lean(self.seat, self.r.lean)  # 5.7 is the referee's to keep
+        self.opponent = Seat(mid, opp_key, opp.hex())
 
     @property
     def mode(self) -> str:
@@ -204,70 +215,41 @@ class RefereedMatch:
         if ref.over:
             await self._conclude()
 
-    async def _deliver(self, sends: Any) -> None:
+    async def _deliver(self, sends: Iterable[Send]) -> None:
+        """Carry out what the referee sends: the client's share (through ``lie``) to the
+        client, the other seat's to the opponent, whose moves go back to the referee."""
         ref = self.ref
         assert ref is not None
         mine, theirs = seat_bit(self.seat), seat_bit(1 - self.seat)
-        pending = list(sends)
+        pending = deque(sends)
         while pending:
-            to, msg, _member = pending.pop(0)
-            if to & mine and not self._copy(msg):
+            to, msg, _member = pending.popleft()
+            if to & mine:
                 await self.r.send(self.lie(msg))
             if to & theirs:
-                answer = self._opponent(msg)
-                if answer is not None:
-                    pending.extend(ref.receive(1 - self.seat, answer, trio.current_time()))
+                for move in self._opponent(msg):
+                    pending.extend(ref.receive(1 - self.seat, move, trio.current_time()))
 
-    def _copy(self, msg: m.Message) -> bool:
-        """Whether ``msg`` is a copy a lean client is not sent (5.7): its own shot, the verdict
-        on its own answer, or in custody mode any shot."""
-        if not self.r.lean:
-            return False
-        if isinstance(msg, m.ShotCalled):
-            return self.mode == "custody" or msg.seat == self.seat
-        return isinstance(msg, m.VerdictMsg) and self.mode == "blind" and msg.seat != self.seat
-
-    def _opponent(self, msg: m.Message) -> m.Message | None:
-        """The suite's honest opponent: commit, fire in grid order, answer, reveal."""
-        ref = self.ref
-        assert ref is not None
-        g, me = ref.game, 1 - self.seat
-        assert g is not None
-        if isinstance(msg, m.GameStart):
-            fleet = random_fleet(ref.rules, self.rng)
-            self._opp = c = Committed(ref.rules, fleet, os.urandom(32), ref.match_id, msg.game, me)
-            self._defender = Defender(c)
-            sig = sign_seat(self._opp_key, c.ctx, c.root)
-            if ref.mode == "custody":
-                return m.Place(ref.match_id, msg.game, tuple(fleet.to_list()), c.secret, sig)
-            return m.Commit(ref.match_id, msg.game, c.commitment.to_dict(), sig)
-        nxt = getattr(msg, "next", None) if isinstance(msg, m.VerdictMsg | m.ShotLost) else None
-        if isinstance(msg, m.Firing):
-            nxt = msg.first
-        if nxt == me and g.phase is Phase.FIRING:
-            cells = [_scan(g, self.seat)]
-            while len(cells) < g.shot_count(me):
-                taken = {c.index(ref.rules.cols) for c in cells}
-                nextc = next(
-                    Cell(*divmod(i, ref.rules.cols))
-                    for i in range(ref.rules.cells)
-                    if i not in taken
-                    and i not in g.boards[self.seat].fired
-                    and i not in g.boards[self.seat].crossed
-                )
-                cells.append(nextc)
-            seq = self.rng.randrange(1 << 30)
-            return m.Fire(
-                ref.match_id, g.number, tuple(c.label() for c in cells), g.caller(me), seq
-            )
-        if ref.mode == "custody" or self._opp is None:
-            return None
-        if isinstance(msg, m.ShotCalled) and msg.seat == self.seat and g.pending is not None:
-            assert self._defender is not None
-            return m.Answer(ref.match_id, g.number, self._defender.answer(g.pending).to_dict())
-        if isinstance(msg, m.RevealNow):
-            return m.RevealMsg(ref.match_id, g.number, self._opp.reveal().to_dict())
-        return None
+    def _opponent(self, msg: m.Message) -> list[m.Message]:
+        """Feed the opponent's seat one message; what it sends, with its player's choices (a
+        random fleet for each game, the first free cells in grid order on its turn)."""
+        seat, ref = self.opponent, self.ref
+        assert seat is not None and ref is not None
+        out = seat.receive(msg, trio.current_time())
+        sends, events = list(out.sends), deque(out.events)
+        while events:
+            ev = events.popleft()
+            if isinstance(ev, GameStarted):
+                out = seat.place(random_fleet(ref.rules, self.rng), os.urandom(32))
+            elif isinstance(ev, YourTurn):
+                g = seat.mirror if seat.mirror is not None else ref.game
+                assert g is not None
+                out = seat.fire(_scan(g, self.seat, ev.count), self.rng.randrange(1 << 30))
+            else:
+                continue
+            sends += out.sends
+            events.extend(out.events)
+        return sends
 
     async def _conclude(self) -> None:
         ref = self.ref
@@ -369,7 +351,7 @@ class PeerHost:
         while g.phase in (Phase.FIRING, Phase.ANSWER):
             if g.turn == 0:
                 seq += 1
-                fire = m.Fire(mid, n, (_scan(g, 1).label(),), g.caller(0), seq)
+                fire = m.Fire(mid, n, (_scan(g, 1, 1)[0].label(),), g.caller(0), seq)
                 ref.receive(0, fire, 0.0)
                 await self.r.send(fire)
                 if g.pending is None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import pytest
 import trio
@@ -138,13 +139,20 @@ async def test_our_lean_client_takes_a_copy_of_its_own_verdict_for_what_it_is(
     # session resumed while the verdict was on its way) must not be applied a second time,
     # which its own copy of the game would refuse, wrongly disputing an honest record.
     from seabattle.conformance import serve_script
+    from seabattle.protocol.referee import Send, seat_bit
 
-    real = serve_script.RefereedMatch._copy
+    real = serve_script.RefereedMatch._deliver
 
-    def shots_only(self: serve_script.RefereedMatch, msg: m.Message) -> bool:
-        return real(self, msg) and not isinstance(msg, m.VerdictMsg)
+    async def with_verdict_copies(self: serve_script.RefereedMatch, sends: Any) -> None:
+        # The referee left the client out of the verdict on its own answer: put it back in.
+        bit = seat_bit(self.seat)
+        copied = [
+            Send(s.to | bit, s.msg, s.member) if isinstance(s.msg, m.VerdictMsg) else s
+            for s in sends
+        ]
+        await real(self, copied)
 
-    monkeypatch.setattr(serve_script.RefereedMatch, "_copy", shots_only)
+    monkeypatch.setattr(serve_script.RefereedMatch, "_deliver", with_verdict_copies)
     report = await run_client_suite(_our_client, timeout=5, settle=0.05)
     lean = [r for r in report.results if r.id == "c5.7-lean"]
     assert lean and lean[0].outcome.value == "passed", lean and lean[0].detail
