@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.protocol import messages as m
 from seabattle.protocol.canonical import canonical_pack
-from seabattle.protocol.commit import PROTOCOL_VERSION, Committed, sign_seat
+from seabattle.protocol.commit import PROTOCOL_VERSION, Committed
 from seabattle.protocol.errors import ErrorCode
 from seabattle.protocol.fleet import random_fleet
 from seabattle.protocol.record import head_of_bytes, load_record, pack_record
@@ -423,22 +423,9 @@ async def _peer_match(stage: Stage, t: Trace) -> None:
 async def _bad_nonce(stage: Stage, t: Trace) -> None:
     host = await _peer(stage, t)
     host.bad_nonce = True
-    ref = host.ref
-    assert ref is not None and ref.game is not None
-    g = ref.game
-    mine = Committed(
-        ref.rules,
-        random_fleet(ref.rules, host.rng),
-        secrets.token_bytes(32),
-        ref.match_id,
-        g.number,
-        0,
-    )
-    sig = sign_seat(host.key, mine.ctx, mine.root)
-    await host.r.send(m.Commit(ref.match_id, g.number, mine.commitment.to_dict(), sig))
-    await host.r.expect(m.Commit)
-    with contextlib.suppress(CaseFailed):  # a joiner may stop before it sends its nonce
-        await host._coin(ref.match_id, g.number)
+    await host.play(until=lambda: host.coins > 0)  # both committed, our coin{hash} went
+    with contextlib.suppress(CaseFailed):  # a joiner may stop before it sends its hash
+        await host.play(until=lambda: host.coins > 1)  # our false nonce went
     while (msg := await host.r.recv()) is not None:
         if isinstance(msg, m.Fire | m.Radar | m.Answer | m.CoSign | m.RevealMsg):
             raise CaseFailed(f"the joiner played on after a false coin: {describe(msg)}")

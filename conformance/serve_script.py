@@ -5,12 +5,12 @@ Honest play comes from the reference core, and only from it. The refereed match 
 the pure :class:`~seabattle.protocol.referee.Referee`, told whether the client's session is lean
 (:meth:`~seabattle.protocol.referee.Referee.set_lean`: the copies 5.7 leaves out are left out
 there); the suite's opponent is a :class:`~seabattle.protocol.seat.Seat`, whose player places a
-random fleet and fires at the first free cells in grid order. The peer host runs the same game
-state machine the reference peer does.
+random fleet and fires at the first free cells in grid order. The peer host is a thin shell over
+the pure :class:`~seabattle.protocol.peer.Peer`, as our own host is.
 
 A case that lies never plays a seat of its own: it passes a ``lie``, through which every message
 for the client goes on its way out (the lie is one altered message in an otherwise honest
-match).
+match), or bends the host's seat and peer through their hooks (``Seat.tamper``, ``Peer.bend``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import os
 import random
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import islice
 from typing import Any
 
@@ -27,31 +27,25 @@ import trio
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from seabattle.protocol import messages as m
-from seabattle.protocol.commit import (
-    PROTOCOL_VERSION,
-    Committed,
-    coin_commit,
-    coin_result,
-    sign_seat,
-)
+from seabattle.protocol.commit import PROTOCOL_VERSION
 from seabattle.protocol.errors import ErrorCode, ProtocolError, RemoteProtocolError
 from seabattle.protocol.fleet import random_fleet
 from seabattle.protocol.game import Game, Phase
 from seabattle.protocol.grid import Cell
+from seabattle.protocol.peer import TRAVELS, Peer, PeerCheated
 from seabattle.protocol.record import (
     build_record,
     dump_record,
     head_of_bytes,
     pack_record,
-    record_head,
     sign_as,
 )
 from seabattle.protocol.referee import Referee, Send, seat_bit
 from seabattle.protocol.rules import BadRules, rules_from_dict
-from seabattle.protocol.seat import Seat
-from seabattle.protocol.seat_events import GameStarted, YourTurn
+from seabattle.protocol.seat import Out, Seat
+from seabattle.protocol.seat_events import GameEnded, GameStarted, MatchEvent, YourTurn
 from seabattle.protocol.session import LEAN, check_auth
-from seabattle.protocol.verdict import Defender, Shot, Verdict
+from seabattle.protocol.verdict import Shot, Verdict
 
 from .probe import RULES, describe
 from .results import CaseFailed, NotImplementedCase, Trace
@@ -296,9 +290,12 @@ class RefereedMatch:
 
 @dataclass
 class PeerHost:
-    """A peer match (6.7) the suite hosts, seat 0, against the joining client in seat 1.
+    """A peer match (6.7) the suite hosts, seat 0, against the joining client in seat 1: a thin
+    shell over the pure :class:`Peer`, whose player places a random fleet and fires at the first
+    free cell in grid order. Whatever the joiner does that 6.7 forbids fails the case.
 
-    ``answer`` may alter the host's verdicts and ``bad_nonce`` breaks the host's coin.
+    ``answer`` may alter the host's verdicts (its seat's ``tamper``) and ``bad_nonce`` breaks the
+    host's coin (``Peer.bend`` on its ``coin{nonce}``); both may be set after :meth:`start`.
     """
 
     r: Remote
@@ -308,111 +305,105 @@ class PeerHost:
     rng: random.Random
     answer: Callable[[Shot, Verdict], Verdict] = lambda s, v: v
     bad_nonce: bool = False
-    ref: Referee | None = None
+    peer: Peer | None = None
     head: bytes = b""
+    #: How many ``coin`` messages the host sent (each game: a hash, then a nonce).
+    coins: int = 0
+    _events: deque[MatchEvent] = field(default_factory=deque)
+    _expected: str = ""
+
+    @property
+    def ref(self) -> Referee | None:
+        """The peer's referee: the game both peers run for both seats."""
+        return self.peer.referee if self.peer is not None else None
 
     async def start(self) -> None:
         """Send ``start`` (6.7 step 2) for :data:`RULES`."""
-        mid = os.urandom(16)
-        rules = rules_from_dict(RULES)
-        players = (self.key.public_key().public_bytes_raw().hex(), self.joiner.hex())
-        self.ref = Referee(match_id=mid, rules=rules, mode="blind", players=players, lot=None)
-        await self.r.send(m.Start(mid, 1, rules.to_dict(), "peer", players))
-        self.ref.start(0.0)
+        peer = Peer.hosting(rules_from_dict(RULES), self.key, self.joiner, entropy=os.urandom)
+        peer.player.tamper = lambda shot, verdict: self.answer(shot, verdict)
+        peer.bend = self._bend
+        self.peer = peer
+        await self._take(peer.start())
 
-    async def play(self) -> None:
-        """Every game of the match (6.7 steps 3 to 5)."""
-        ref = self.ref
-        assert ref is not None
-        while not ref.over:
-            await self._game(ref)
+    def _bend(self, msg: m.Message) -> m.Message:
+        if isinstance(msg, m.Coin) and msg.nonce is not None and self.bad_nonce:
+            return replace(msg, nonce=os.urandom(32))  # a nonce that does not open our hash
+        return msg
 
-    async def _game(self, ref: Referee) -> None:
-        g = ref.game
-        assert g is not None
-        rules, mid, n = ref.rules, ref.match_id, g.number
-        mine = Committed(rules, random_fleet(rules, self.rng), os.urandom(32), mid, n, 0)
-        defender = Defender(mine)
-        ours = m.Commit(mid, n, mine.commitment.to_dict(), sign_seat(self.key, mine.ctx, mine.root))
-        await self.r.send(ours)
-        self.trace.expect("commit under seat 1's context (6.7 step 3)")
-        theirs = await self.r.expect(m.Commit)
-        first = None
-        if g.first is None:
-            first = await self._coin(mid, n)
-        try:
-            ref.receive(0, ours, 0.0)
-            ref.receive(1, theirs, 0.0)
-        except ProtocolError as e:
-            raise CaseFailed(f"the joiner's commitment is refused: {e}") from None
-        if first is not None:
-            ref.draw(first, 0.0)
-        seq = 0
-        while g.phase in (Phase.FIRING, Phase.ANSWER):
-            if g.turn == 0:
-                seq += 1
-                fire = m.Fire(mid, n, (_scan(g, 1, 1)[0].label(),), g.caller(0), seq)
-                ref.receive(0, fire, 0.0)
-                await self.r.send(fire)
-                if g.pending is None:
-                    continue
-                self.trace.expect("answer on the host's shot (6.7 step 4)")
-                ans = await self.r.expect(m.Answer)
-                try:
-                    ref.receive(1, ans, 0.0)
-                except ProtocolError as e:
-                    raise CaseFailed(f"the joiner's verdict is malformed: {e}") from None
-            else:
-                self.trace.expect("fire or radar from the joiner on its turn (6.7 step 4)")
-                move = await self.r.expect(m.Fire, m.Radar)
-                try:
-                    ref.receive(1, move, 0.0)
-                except ProtocolError as e:
-                    raise CaseFailed(
-                        f"the joiner called a shot its own game refuses: {e}"
-                    ) from None
-                shot = g.pending
-                if shot is None:
-                    continue
-                answer = m.Answer(mid, n, self.answer(shot, defender.answer(shot)).to_dict())
-                await self.r.send(answer)
-                ref.receive(0, answer, 0.0)
-        if g.phase is Phase.REVEAL:
-            ours_r = m.RevealMsg(mid, n, mine.reveal().to_dict())
-            await self.r.send(ours_r)
-            self.trace.expect("reveal when the game enters phase reveal (6.7 step 5)")
-            theirs_r = await self.r.expect(m.RevealMsg)
-            for s, rv in ((0, ours_r), (1, theirs_r)):
-                try:
-                    ref.receive(s, rv, 0.0)
-                except ProtocolError as e:
-                    raise CaseFailed(f"reveal of seat {s} refused: {e}") from None
-            if g.outcome is None or g.faults[1] is not None:
+    async def _take(self, out: Out) -> None:
+        """Send what the peer gives, and keep its events for the host's player."""
+        for msg in out.sends:
+            if isinstance(msg, m.Coin):
+                self.coins += 1
+            await self.r.send(msg)
+        self._events.extend(out.events)
+
+    async def play(self, until: Callable[[], bool] = lambda: False) -> None:
+        """Every game of the match (6.7 steps 3 to 5), up to the host's co-signature; or only
+        until ``until()``."""
+        peer = self.peer
+        assert peer is not None
+        while True:
+            while self._events:
+                await self._react(self._events.popleft())
+            if peer.over or until():
+                return
+            self._expect(self._due())
+            msg = await self.r.expect(*TRAVELS)
+            await self._take(self._receive(msg))
+
+    async def _react(self, ev: MatchEvent) -> None:
+        """The host's player: a fleet for each game, a move on each turn."""
+        peer = self.peer
+        assert peer is not None
+        if isinstance(ev, GameStarted):
+            await self._take(peer.place(random_fleet(peer.rules, self.rng), os.urandom(32)))
+        elif isinstance(ev, YourTurn):
+            g = peer.game
+            assert g is not None
+            await self._take(peer.fire(_scan(g, 1, ev.count)))
+        elif isinstance(ev, GameEnded):
+            g = peer.referee.match.games[ev.game - 1]
+            if g.faults[1] is not None:
                 raise CaseFailed(f"the joiner's reveal shows a fault: {g.faults[1]}")
 
-    async def _coin(self, mid: bytes, n: int) -> int:
-        nonce = os.urandom(32)
-        await self.r.send(m.Coin(mid, n, coin_commit(mid, n, 0, nonce), None))
-        self.trace.expect("coin{hash} from the joiner, then coin{nonce} (10.9)")
-        h = await self.r.expect(m.Coin)
-        assert isinstance(h, m.Coin)
-        if h.hash is None or h.nonce is not None:
-            raise CaseFailed("the joiner's first coin is not a hash alone (10.9 step 1)")
-        await self.r.send(m.Coin(mid, n, None, os.urandom(32) if self.bad_nonce else nonce))
-        o = await self.r.expect(m.Coin)
-        assert isinstance(o, m.Coin)
-        if o.nonce is None or coin_commit(mid, n, 1, o.nonce) != h.hash:
-            raise CaseFailed("the joiner's nonce does not open its hash (10.9 step 3)")
-        return coin_result(nonce, o.nonce)
+    def _receive(self, msg: m.Message) -> Out:
+        """Feed the peer what the joiner sent; what it breaks of 6.7 fails the case."""
+        peer = self.peer
+        assert peer is not None
+        try:
+            out = peer.receive(msg)
+        except PeerCheated as e:
+            raise CaseFailed(f"{_BROKE.get(type(msg), 'the joiner broke 6.7')}: {e}") from None
+        for sent in out.sends:
+            if isinstance(sent, m.Error):  # 6.7 step 4: a shot our game refuses
+                raise CaseFailed(f"the joiner called a shot its own game refuses: {sent.msg}")
+        return out
+
+    def _due(self) -> str:
+        """What the joiner owes next, as the trace shows it."""
+        g = self.peer.game if self.peer is not None else None
+        if g is None or g.phase is Phase.SETUP:
+            if g is not None and g.commitments[1] is not None:
+                return "coin{hash} from the joiner, then coin{nonce} (10.9)"
+            return "commit under seat 1's context (6.7 step 3)"
+        if g.phase is Phase.ANSWER:
+            return "answer on the host's shot (6.7 step 4)"
+        if g.phase is Phase.REVEAL:
+            return "reveal when the game enters phase reveal (6.7 step 5)"
+        return "fire or radar from the joiner on its turn (6.7 step 4)"
+
+    def _expect(self, text: str) -> None:
+        if text != self._expected:
+            self._expected = text
+            self.trace.expect(text)
 
     async def cosign(self) -> m.CoSign:
-        """Exchange co-signatures (6.7 step 6); return the joiner's."""
-        ref = self.ref
-        assert ref is not None
-        pub = self.key.public_key().public_bytes_raw()
-        record = build_record(ref.match, [pub, self.joiner], None)
-        self.head = record_head(record)
-        await self.r.send(m.CoSign(ref.match_id, self.head, self.key.sign(self.head)))
+        """Exchange co-signatures (6.7 step 6: ours went at the end of :meth:`play`); return
+        the joiner's."""
+        peer = self.peer
+        assert peer is not None and peer.head is not None
+        self.head = peer.head
         self.trace.expect("cosign of the same head, by the joiner's key (6.7 step 6)")
         co = await self.r.expect(m.CoSign)
         assert isinstance(co, m.CoSign)
@@ -420,4 +411,14 @@ class PeerHost:
             raise CaseFailed("the joiner co-signed another head: its transcript differs (6.7)")
         if not _verifies(self.joiner, co.sig, co.head):
             raise CaseFailed("the joiner's co-signature does not verify with its key")
+        await self._take(self._receive(co))  # the record, with both co-signatures
         return co
+
+
+#: How a message of the joiner's that the peer refuses fails the case, by its type.
+_BROKE: dict[type[m.Message], str] = {
+    m.Commit: "the joiner's commitment is refused",
+    m.Coin: "the joiner's coin breaks 10.9",
+    m.Answer: "the joiner's verdict is refused",
+    m.RevealMsg: "the joiner's reveal is refused",
+}
