@@ -9,8 +9,8 @@ it reports what it sent, what it expected and what it got, and a verdict: ``pass
 The suite deliberately does not use :mod:`seabattle.client.api`: it talks to the server through
 the codec (:mod:`seabattle.protocol.codec`, :mod:`seabattle.protocol.messages`) over raw trio
 streams, so that it tests the server and not our own client. It plays both seats of every match
-itself, with the reference commitments (:class:`~seabattle.protocol.commit.Committed`) and honest
-answers (:class:`~seabattle.protocol.verdict.Defender`), and checks every opening the server relays
+itself, each with the pure player's machine (:class:`~seabattle.protocol.seat.Seat`: it commits or
+places, answers and reveals; the case says when), and checks every opening the server relays
 against the commitments itself. Records are checked with
 :func:`~seabattle.protocol.record.verify_record`.
 

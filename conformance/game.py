@@ -62,8 +62,8 @@ async def _blind_game(s: Suite, t: Trace) -> dict[str, Any]:
         assert isinstance(rn, m.RevealNow)
         if rn.winner != winner:
             raise CaseFailed(f"{q.name}: reveal_now.winner {rn.winner}, the shooter was {winner}")
-    for seat, p in enumerate(tb.seats):
-        await p.send(m.RevealMsg(tb.match, 1, tb.committed[seat].reveal().to_dict()))
+    for p in tb.seats:
+        await p.give(m.RevealMsg)  # each seat reveals on reveal_now
     for q in (*tb.seats, watcher):
         seen = set()
         for _ in range(2):

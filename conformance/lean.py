@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from seabattle.protocol import messages as m
 from seabattle.protocol.session import LEAN
-from seabattle.protocol.verdict import Shot
 
 from .probe import Table
 from .results import CaseFailed, NotImplementedCase, Trace
@@ -39,20 +38,20 @@ async def _lean_blind(s: Suite, t: Trace) -> None:
     mover, other = tb.first, 1 - tb.first
     pm, po = tb.seats[mover], tb.seats[other]
     a = tb.water(other)[0]
-    await pm.send(m.Fire(tb.match, 1, (a.label(),), 0, pm.next_id()))
+    await pm.play(pm.seated().fire(a, pm.next_id()))
     t.expect("the defender gets shot n=1; the shooter no copy of it")
     await expect_shot(po, 1, mover, a)
-    # A miss passes the turn (classic): the defender knows it moves next, and says so at once.
-    verdict = tb.defenders[other].answer(Shot(1, mover, (a,)))
+    # A miss passes the turn (classic): the defender's lean seat knows it moves next (it applied
+    # its own answer as it gave it), and its player fires at once after the answer.
     b = tb.water(mover)[0]
-    await po.send(m.Answer(tb.match, 1, verdict.to_dict()))
-    await po.send(m.Fire(tb.match, 1, (b.label(),), 0, po.next_id()))
+    verdict = await po.answer()
+    await po.play(po.seated().fire(b, po.next_id()))
     t.expect("the shooter gets verdict n=1 (next: the defender), then shot n=2")
-    v = await expect_verdict(pm, tb, 1, mover, a, verdict.to_dict())
+    v = await expect_verdict(pm, tb, 1, mover, a, verdict)
     if v.next != other:
         raise CaseFailed(f"{pm.name}: verdict n=1 names next={v.next}, not the defender")
     await expect_shot(pm, 2, other, b)
-    await pm.send(m.Answer(tb.match, 1, tb.defenders[mover].answer(Shot(2, other, (b,))).to_dict()))
+    await pm.answer()
     t.expect("the second shooter gets verdict n=2 and no copy of verdict n=1 or of shot n=2")
     await expect_verdict(po, tb, 2, other, b)
     await pm.quiet()
@@ -74,7 +73,7 @@ async def _lean_custody(s: Suite, t: Trace) -> None:
     mover, other = tb.first, 1 - tb.first
     pm = tb.seats[mover]
     a = tb.water(other)[0]
-    await pm.send(m.Fire(tb.match, 1, (a.label(),), 0, pm.next_id()))
+    await pm.play(pm.seated().fire(a, pm.next_id()))
     t.expect("both seats get verdict n=1 and no shot")
     for q in tb.seats:
         await expect_verdict(q, tb, 1, mover, a)

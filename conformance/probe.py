@@ -1,14 +1,22 @@
 """Talking to the server: :class:`Probe`, one raw connection whose every frame is traced (a
 :class:`Traced`, as the client side's connection is too), and :class:`Table`, a match whose two
 seats the suite plays.
+
+A probe that holds a seat plays it with the pure player's machine,
+:class:`~seabattle.protocol.seat.Seat`: every message of its match that arrives is fed to the seat
+(:meth:`Probe.sit`), and what the seat would send (a commitment or placement, an answer, a
+reveal) is held in :attr:`Probe.owed` until the case lets it go (:meth:`Probe.flush`), since a
+case decides *when* its players speak. *What* an honest player sends is the seat's alone.
 """
 
 from __future__ import annotations
 
+import os
+import random
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -16,15 +24,18 @@ from seabattle.protocol import messages as m
 from seabattle.protocol.codec import FrameDecoder, encode_frame
 from seabattle.protocol.commit import Commitment, Committed, context
 from seabattle.protocol.errors import ErrorCode, RemoteProtocolError
+from seabattle.protocol.fleet import random_fleet
 from seabattle.protocol.grid import Cell
 from seabattle.protocol.rules import RuleSet
-from seabattle.protocol.session import SUPPORTED_VERSIONS, auth_payload
-from seabattle.protocol.verdict import Defender
+from seabattle.protocol.seat import Out, Seat
+from seabattle.protocol.session import LEAN, SUPPORTED_VERSIONS, auth_payload
 
 from .results import CaseFailed, Trace
 
 __all__ = ["AGENT", "NOISE", "RULES", "Probe", "Table", "Traced", "describe"]
 
+
+M = TypeVar("M", bound=m.Message)
 
 #: A small rule set (partial form, section 7.4) so that whole games take a few dozen messages.
 RULES: dict[str, Any] = {
@@ -198,6 +209,11 @@ class Probe(Traced):
         self.token = b""
         self.welcome: m.Welcome | None = None
         self.keep = False  #: left open after its case (the shared game's connections)
+        #: The player's machine of the seat this connection plays (:meth:`sit`), and what it
+        #: would send now that the case has not let go yet (:meth:`flush`).
+        self.seat: Seat | None = None
+        self.owed: list[m.Message] = []
+        self._unseated = ""  # why the seat stopped following, if it did
         self._ids = 0
 
     def next_id(self) -> int:
@@ -207,6 +223,68 @@ class Probe(Traced):
 
     def _undecodable(self, e: RemoteProtocolError) -> None:
         self.trace.got.append(f"{self.name}: undecodable frame: {e}")
+
+    # -- the seat ------------------------------------------------------------------------------
+
+    def sit(self, match: bytes) -> Seat:
+        """Play a seat of ``match`` (before its ``start`` arrives) with a :class:`Seat`, lean if
+        the session agreed ``lean``; from now on every message of that match is fed to it."""
+        lean = self.welcome is not None and LEAN in self.welcome.caps
+        self.seat = Seat(match, self.key, self.player, lean=lean)
+        return self.seat
+
+    def seated(self) -> Seat:
+        """The seat this connection plays (fails the case if it has none, or it stopped)."""
+        if self.seat is None:
+            raise self.failed(self._unseated or "the suite holds no seat on this connection")
+        return self.seat
+
+    def _accept(self, body: dict[str, Any]) -> m.Message:
+        msg = super()._accept(body)
+        seat = self.seat
+        if seat is not None and getattr(msg, "match", None) == seat.id:
+            try:
+                out = seat.receive(msg, trio.current_time())
+            except Exception as e:
+                # What the server sent is beyond what a seat takes: the case's own checks say
+                # what is wrong with it; the seat plays no more.
+                self.seat = None
+                self._unseated = f"the seat cannot take {describe(msg)}: {e!r}"
+            else:
+                self.owed += out.sends
+        return msg
+
+    async def flush(self) -> list[m.Message]:
+        """Send what the seat owes now, in order; returns it."""
+        sent, self.owed = self.owed, []
+        for msg in sent:
+            await self.send(msg)
+        return sent
+
+    async def play(self, out: Out) -> list[m.Message]:
+        """A choice of the player (the seat's :meth:`~Seat.place`, :meth:`~Seat.fire`): what it
+        gives goes now, after whatever else the seat owed; returns what was sent."""
+        self.owed += out.sends
+        return await self.flush()
+
+    async def place(self, rng: random.Random) -> None:
+        """The player places a random fleet with a fresh secret (its captain, in team play)."""
+        seat = self.seated()
+        assert seat.rules is not None  # the seat is told the rules by start
+        await self.play(seat.place(random_fleet(seat.rules, rng), os.urandom(32)))
+
+    async def give(self, kind: type[M]) -> M:
+        """Send what the seat owes, which must hold a ``kind`` (its answer to the shot just called
+        at it, its reveal on ``reveal_now``); returns that message."""
+        self.seated()
+        sent = [x for x in await self.flush() if isinstance(x, kind)]
+        if not sent:
+            raise self.failed(f"the seat gave no {kind.TAG} when one was due")
+        return sent[-1]
+
+    async def answer(self) -> dict[str, Any]:
+        """:meth:`give` the seat's answer to the shot just called at it; returns its verdict."""
+        return dict((await self.give(m.Answer)).verdict)
 
     def _ended(self) -> None:
         try:
@@ -324,9 +402,9 @@ class Table:
     seats: list[Probe]
     starts: list[m.Start]
     first: int = 0
+    #: Each seat's fleet and secret, as its seat placed them (:meth:`.suite.Suite.commit_both`).
     committed: list[Committed] = field(default_factory=list)
     commitments: list[Commitment] = field(default_factory=list)
-    defenders: list[Defender] = field(default_factory=list)
 
     def ctx(self, seat: int) -> bytes:
         """The commitment context of ``seat`` in game 1 (section 10.2)."""

@@ -8,12 +8,12 @@ imports the case modules in a fixed order, which is the order the cases run and 
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 from seabattle.protocol import messages as m
-from seabattle.protocol.commit import Committed, sign_seat
 from seabattle.protocol.errors import ErrorCode
 from seabattle.protocol.fleet import random_fleet
-from seabattle.protocol.verdict import Shot
+from seabattle.protocol.verdict import Shot, Verdict
 
 from .results import CaseFailed, NotImplementedCase, Trace
 from .suite import Suite, case, expect_game_over, fire_and_answer
@@ -106,16 +106,20 @@ async def _routing(s: Suite, t: Trace) -> None:
     seq = stranger.next_id()
     await stranger.send(m.Fire(tb.match, 1, ("A1",), 0, seq))
     await stranger.expect_error(ErrorCode.NOT_ALLOWED, seq)
-    rules = tb.rules
-    c = Committed(rules, random_fleet(rules, s.rng), os.urandom(32), tb.match, 1, 0)
-    sig = sign_seat(p0.key, c.ctx, c.root)
-    await p0.send(m.Place(tb.match, 2, tuple(c.fleet.to_list()), c.secret, sig))
+    # Seat 0's own placement, altered on its way: for another game, as a commit (a blind-mode
+    # input), with a secret a byte short.
+    seat = p0.seated()
+    assert seat.rules is not None
+    made = seat.place(random_fleet(seat.rules, s.rng), os.urandom(32)).sends
+    place, c = made[0], seat.committed
+    assert isinstance(place, m.Place) and c is not None
+    await p0.send(replace(place, game=2))
     await p0.expect_error(ErrorCode.WRONG_PHASE, None)
-    await p0.send(m.Commit(tb.match, 1, c.commitment.to_dict(), sig))
+    await p0.send(m.Commit(tb.match, 1, c.commitment.to_dict(), place.sig))
     await p0.expect_error(ErrorCode.UNEXPECTED_MESSAGE, None)
     await p0.send(m.Coin(tb.match, 1, os.urandom(32), None))
     await p0.expect_error(ErrorCode.UNEXPECTED_MESSAGE, None)
-    await p0.send(m.Place(tb.match, 1, tuple(c.fleet.to_list()), c.secret[:31], sig))
+    await p0.send(replace(place, secret=place.secret[:31]))
     await p0.expect_error(ErrorCode.BAD_MESSAGE, None)
     t.expect("nothing changed: the other seat saw no committed")
     await tb.seats[1].quiet()
@@ -137,20 +141,24 @@ async def _false_proof(s: Suite, t: Trace) -> None:
     mover = tb.first
     liar = 1 - mover
     boat = tb.committed[liar].fleet.ship_cells(tb.rules)[0][0]  # a cell of the 2-cell boat
-    await tb.seats[mover].send(m.Fire(tb.match, 1, (boat.label(),), 0, tb.seats[mover].next_id()))
+    tb.seats[liar].seated().tamper = _claim_water
+    pm = tb.seats[mover]
+    await pm.play(pm.seated().fire(boat, pm.next_id()))
     for q in tb.seats:
         await q.expect(m.ShotCalled)
-    honest = tb.defenders[liar].answer(Shot(1, mover, (boat,))).to_dict()
-    forged = dict(honest)
-    # "miss", with an opening that claims the cell is empty: the leaf cannot match.
-    forged["results"] = [
-        dict(honest["results"][0], r="miss", sunk=None, open=dict(honest["results"][0]["open"]))
-    ]
-    forged["results"][0]["open"]["occ"] = False
-    await tb.seats[liar].send(m.Answer(tb.match, 1, forged))
+    await tb.seats[liar].answer()
     await expect_game_over(tb.seats, mover, "false_proof")
     for q in tb.seats:
         await q.expect(m.MatchOver)
+
+
+def _claim_water(shot: Shot, v: Verdict) -> Verdict:
+    """The liar's answer: "miss", with an opening that claims the cell is empty, so that the
+    leaf cannot match."""
+    d = v.to_dict()
+    first = d["results"][0]
+    d["results"] = [dict(first, r="miss", sunk=None, open=dict(first["open"], occ=False))]
+    return Verdict.from_dict(d)
 
 
 @case(

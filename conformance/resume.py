@@ -60,6 +60,8 @@ async def _resume(s: Suite, t: Trace) -> None:
         raise CaseFailed(f"expected opponent{{seat 0, present false}}, got {describe(st)}")
     p = await s.connect(t, "A'")
     p.key, p.pub = old.key, old.pub
+    p.seat, old.seat = old.seat, None  # the seat goes on, on the new connection
+    p.seated().epoch += 1
     a = await p.login(resume=old.token)
     if a.player != old.player:
         raise CaseFailed("the resumed session is another player")

@@ -1,10 +1,15 @@
 """The suite's shared steps (connections, a match up to firing, an honest shot and its checked
 verdict, the end of a game) and the registry of cases.
+
+The suite plays both seats of its matches, each with the pure player's machine (a
+:class:`~seabattle.protocol.seat.Seat` on its :class:`~.probe.Probe`): the seat decides what an
+honest player sends (its commitment or placement, its answers, its reveal), and a case decides
+when it goes. A case that makes a player lie bends the seat (``Seat.tamper``) or alters the
+message it gave; it never writes a player's message of its own.
 """
 
 from __future__ import annotations
 
-import os
 import random
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
@@ -13,12 +18,10 @@ from typing import Any
 
 import trio
 from seabattle.protocol import messages as m
-from seabattle.protocol.commit import CellOpening, Commitment, Committed, ShipOpening, sign_seat
+from seabattle.protocol.commit import CellOpening, Commitment, ShipOpening
 from seabattle.protocol.errors import ProtocolError
-from seabattle.protocol.fleet import random_fleet
 from seabattle.protocol.grid import Cell
 from seabattle.protocol.rules import rules_from_dict
-from seabattle.protocol.verdict import Defender, Shot
 
 from .probe import RULES, Probe, Table, _short
 from .results import CaseFailed, Trace
@@ -69,7 +72,8 @@ class Suite:
     async def table(
         self, trace: Trace, mode: str = "blind", public: bool = False, caps: Sequence[str] = ()
     ) -> Table:
-        """Two players (offering ``caps``) in a new match of :data:`RULES`, up to ``game``."""
+        """Two players (offering ``caps``) in a new match of :data:`RULES`, up to ``game``; each
+        plays its seat with a :class:`~seabattle.protocol.seat.Seat`."""
         a = await self.player(trace, "A", caps)
         b = await self.player(trace, "B", caps)
         created = await a.ok(lambda i: m.Create(i, RULES, mode, public))
@@ -79,6 +83,8 @@ class Suite:
         joined = await b.ok(lambda i: m.Join(i, mid, None))
         if joined.get("match") != mid:
             raise CaseFailed("join: ok.data.match is not the match joined")
+        for p in (a, b):
+            p.sit(mid)
         starts: dict[str, m.Start] = {}
         for p in (a, b):
             st = await p.expect(m.Start)
@@ -110,20 +116,15 @@ class Suite:
         return t
 
     async def commit_both(self, t: Table, trace: Trace) -> None:
-        """Both seats commit (blind) or place (custody); wait for ``firing``; check its roots."""
-        rules = t.rules
-        t.committed = [
-            Committed(rules, random_fleet(rules, self.rng), os.urandom(32), t.match, 1, s)
-            for s in (0, 1)
-        ]
-        t.defenders = [Defender(c) for c in t.committed]
-        for s, p in enumerate(t.seats):
-            c = t.committed[s]
-            sig = sign_seat(p.key, c.ctx, c.root)
-            if t.mode == "blind":
-                await p.send(m.Commit(t.match, 1, c.commitment.to_dict(), sig))
-            else:
-                await p.send(m.Place(t.match, 1, tuple(c.fleet.to_list()), c.secret, sig))
+        """Both seats commit (blind) or place (custody) a random fleet; wait for ``firing``;
+        check its roots."""
+        for p in t.seats:
+            await p.place(self.rng)
+        t.committed = []
+        for p in t.seats:
+            c = p.seated().committed
+            assert c is not None  # it placed just now
+            t.committed.append(c)
         trace.expect("committed for each seat, then firing{first, commitments} (section 8.3)")
         for s, p in enumerate(t.seats):
             roots: dict[int, bytes] = {}
@@ -204,22 +205,17 @@ def _check_call(
 async def fire_and_answer(
     t: Table, shooter: int, cell: Cell, n: int, *, watchers: Sequence[Probe] = ()
 ) -> m.VerdictMsg:
-    """``shooter`` fires at ``cell``; in blind mode the defender answers honestly.
+    """``shooter`` fires at ``cell``; in blind mode the defender's seat answers it.
 
     Every seat and watcher must see ``shot`` then ``verdict``; the verdict's openings are checked.
     """
     p = t.seats[shooter]
-    await p.send(m.Fire(t.match, 1, (cell.label(),), 0, p.next_id()))
+    await p.play(p.seated().fire(cell, p.next_id()))
     everyone = [*t.seats, *watchers]
     for q in everyone:
         await expect_shot(q, n, shooter, cell)
-    sent: dict[str, Any] | None = None
-    if t.mode == "blind":
-        verdict = t.defenders[1 - shooter].answer(Shot(n, shooter, (cell,)))
-        sent = verdict.to_dict()
-        await t.seats[1 - shooter].send(m.Answer(t.match, 1, sent))
-    else:
-        t.defenders[1 - shooter].answer(Shot(n, shooter, (cell,)))  # keep the mirror's hits
+    # Blind mode: the defender's seat answered the shot it was shown (custody: the referee).
+    sent = await t.seats[1 - shooter].answer() if t.mode == "blind" else None
     last: m.VerdictMsg | None = None
     for q in everyone:
         last = await expect_verdict(q, t, n, shooter, cell, sent)

@@ -7,13 +7,8 @@ imports the case modules in a fixed order, which is the order the cases run and 
 
 from __future__ import annotations
 
-import os
-
 from seabattle.protocol import messages as m
-from seabattle.protocol.commit import Committed, sign_seat
 from seabattle.protocol.errors import ErrorCode
-from seabattle.protocol.fleet import random_fleet
-from seabattle.protocol.rules import rules_from_dict
 from seabattle.protocol.session import TEAMS
 
 from .probe import Probe, _short
@@ -61,6 +56,8 @@ async def _teams(s: Suite, t: Trace) -> None:
     for p, code in ((b, codes[0]), (c, codes[1]), (d, codes[1])):
         ids[p.name] = p.next_id()
         await p.send(m.Join(ids[p.name], None, code))
+    for p in (a, b, c, d):
+        p.sit(mid)  # each member plays its seat with a seat machine of its own
     for p in (b, c, d):
         ans = await p.expect(m.Ok, m.Error)
         if not isinstance(ans, m.Ok) or ans.ref != ids[p.name] or ans.data.get("match") != mid:
@@ -81,12 +78,8 @@ async def _teams(s: Suite, t: Trace) -> None:
             if tm.seat != seat or list(tm.members) != want[seat]:
                 raise CaseFailed(f"{p.name}: team{{seat: {tm.seat}, members: {list(tm.members)}}}")
         await p.expect(m.GameStart)
-    rules = rules_from_dict(TEAM_RULES)
-    for seat, p in ((0, a), (1, c)):
-        fleet = random_fleet(rules, s.rng)
-        com = Committed(rules, fleet, os.urandom(32), mid, 1, seat)
-        sig = sign_seat(p.key, com.ctx, com.root)
-        await p.send(m.Place(mid, 1, tuple(fleet.to_list()), com.secret, sig))
+    for p in (a, c):
+        await p.place(s.rng)  # the captains place (custody)
     firing: m.Firing | None = None
     for p in (a, b, c, d):
         while True:
