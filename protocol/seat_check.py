@@ -203,10 +203,23 @@ def _held(gd: dict[str, Any], shown: Shown) -> str | None:
         rest = left
     if rest and rest[0] in shown.unanswered:
         rest = rest[1:]  # our own move, whose copy a lean session is not sent
+    if rest and _false_proof(rest[0], shown):
+        return None  # the liar's answer, which ended the game and which no message relays
     unseen = all(e["in"] in ("expire", "resign", "abandon") for e in rest)
     if rest and (g.phase is Phase.OVER or len(rest) > 1 or not unseen):
         return "the record holds entries we were never shown"
     return None
+
+
+def _false_proof(entry: dict[str, Any], shown: Shown) -> bool:
+    """Whether ``entry`` is the answer that ended the game on a false proof: the referee relays
+    no verdict it refused (the game ends ``false_proof`` there), so it is the one ``answer``
+    the record may hold unseen, by the seat that lost."""
+    o = shown.outcome or {}
+    if o.get("reason") != "false_proof" or entry.get("in") != "answer":
+        return False
+    w = o.get("winner")
+    return isinstance(w, int) and entry.get("seat") == 1 - w
 
 
 class _Replay:
