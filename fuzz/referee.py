@@ -1,13 +1,21 @@
 """Fuzz target: the pure referee fed messages and time built from the fuzz input.
 
-The input picks a rule set and a trust mode, then a sequence of steps. Most steps are what an
-honest player would send next (so a run gets past the setup into firing, answers and reveals);
-the others bend it: a field of the honest message replaced, a seat that is not to move, any game
-message with fields drawn from the input, a decoded frame body, time passing, a seat leaving or
-coming back, a shot resent. In team play (spec 6.8) each step also names the member who sends
-it: mostly the one an honest team would (the turn's caller for a shot, the captain otherwise),
-else another (a member calling out of turn, a non-captain sending the captain's messages), and
-members go and come back one by one. What the referee may do with any of it:
+The input picks a rule set, a trust mode, whether each seat's session agreed ``lean`` (spec 4.2)
+and whether the seats check, then a sequence of steps. The players are
+:class:`~seabattle.protocol.seat.Seat` machines, one per seat (in team play, spec 6.8, one per
+member), fed everything the referee sends them: what an honest seat sends (its commitment or
+placement, its answers, its reveal, what it owes after a resume) is theirs to decide, and the
+harness only plays the players' part, placing one of a few fleets when a game starts and calling
+cells when it is their turn. What each seat sends waits in its connection's queue; most steps
+deliver the next message of a queue the input picks (so a run gets past the setup into firing,
+answers and reveals). The others bend it: a copy of such a message with a field replaced, or sent
+by the other seat, ahead of it; any game message with fields drawn from the input; a decoded
+frame body; time passing; a connection dropping (what its queue held is lost) and coming back,
+perhaps with ``lean`` turned the other way (the seat resumes from the snapshot); a seat leaving;
+a shot resent; and now and then a seat lying in its answer (through its ``tamper`` hook). In team
+play each message is mostly sent by the member whose machine made it, else by another (a member
+calling out of turn, a non-captain sending the captain's messages) or by no one named. What the
+referee may do with any of it:
 
 * refuse a message by raising a :class:`~seabattle.protocol.errors.ProtocolError` that an error
   reply can carry (never :class:`~seabattle.protocol.errors.LocalProtocolError`, which would mean
@@ -17,11 +25,15 @@ members go and come back one by one. What the referee may do with any of it:
   to one member goes to one seat, in team play only, to a member it has), and name at most a seat
   (0 or 1) as urgent.
 
+And the seats, fed only what an honest referee sends, never raise; in a run where nothing was
+bent, forged or lied, none of them sees a lie.
+
 Most runs play small rule sets: each preset and each variant on a grid of 9 to 40 cells with two
 or three of its ships, so that a run reaches the end of a match (and of a best-of) in a few dozen
 steps and one execution costs a fraction of a full-size one, whose commitments hash 100 leaves and
 whose games last a hundred shots. The full-size presets stay: a rule byte of 240 or more picks
-one (one run in sixteen, for random bytes).
+one (one run in sixteen, for random bytes). Everything comes from the input (the fleets are a
+few drawn once per rule set, the secrets fixed), so that an input replays the same run.
 
 Any other exception, or a broken invariant (an ``AssertionError``), is a crash.
 """
@@ -39,7 +51,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from seabattle.protocol import codec
 from seabattle.protocol import commit as _commit
 from seabattle.protocol import messages as m
-from seabattle.protocol.commit import Committed
+from seabattle.protocol import seat as _seat
+from seabattle.protocol.commit import Committed, sign_seat
 from seabattle.protocol.errors import (
     ErrorCode,
     LocalProtocolError,
@@ -48,7 +61,7 @@ from seabattle.protocol.errors import (
 )
 from seabattle.protocol.fleet import Fleet, random_fleet
 from seabattle.protocol.grid import Cell
-from seabattle.protocol.referee import ALL, MODES, SEAT0, SEAT1, Referee, Send
+from seabattle.protocol.referee import ALL, MODES, SEAT0, SEAT1, Referee, Send, seat_bit
 from seabattle.protocol.rules import (
     MatchFormat,
     MatchKind,
@@ -60,9 +73,10 @@ from seabattle.protocol.rules import (
     preset,
     rules_from_dict,
 )
+from seabattle.protocol.seat import Out, Seat
+from seabattle.protocol.seat_events import GameStarted, LieDetected, YourTurn
 from seabattle.protocol.session import MAX_S2C_FRAME
-from seabattle.protocol.state import Phase
-from seabattle.protocol.verdict import Defender
+from seabattle.protocol.verdict import Shot, Verdict
 
 from .data import Data, build
 
@@ -134,16 +148,18 @@ def _rules_of(byte: int) -> int:
     return len(SMALL) + (byte - _FULL_FROM) % len(FULL)
 
 
-#: Team play's members beyond the captain: ids of keys no seat holds (nothing they send is
-#: signed).
-_MEMBERS = tuple(
-    Ed25519PrivateKey.from_private_bytes(bytes([n]) * 32).public_key().public_bytes_raw().hex()
-    for n in range(3, 17)
-)
+#: Team play's members beyond the captain, and their keys (nothing a member sends is signed but
+#: the captain's).
+_MEMBER_KEYS = tuple(Ed25519PrivateKey.from_private_bytes(bytes([n]) * 32) for n in range(3, 17))
+_MEMBERS = tuple(k.public_key().public_bytes_raw().hex() for k in _MEMBER_KEYS)
 _FLEETS_PER_RULES = 3
 _STEPS = 200
 # Game messages a seat may send, and a few it may not, for the "any message" step.
 _SENT = (m.Commit, m.Place, m.Fire, m.Radar, m.Answer, m.RevealMsg, m.Resign, m.Coin, m.CoSign)
+#: The refusals after which a player calls again (the cells it chose were closed).
+_CALL_AGAIN = (ErrorCode.ALREADY_FIRED, ErrorCode.CROSSED_OUT)
+
+Who = tuple[int, int]  # a seat, and the member of its team who plays it (0: the captain)
 
 
 @functools.cache
@@ -154,29 +170,23 @@ def _fleets(rules: int) -> tuple[Fleet, ...]:
 
 
 @functools.cache
-def _committed(rules: int, fleet: int, game: int, seat: int) -> Committed:
-    # Never changed by use (a Defender keeps the hits), so one serves every run.
-    return Committed(RULES[rules], _fleets(rules)[fleet], SECRETS[seat], MID, game, seat)
+def _ships(rules: int, fleet: int) -> frozenset[int]:
+    """The cells the fleet occupies, by index."""
+    occupancy = _fleets(rules)[fleet].occupancy(RULES[rules])
+    return frozenset(i for i, o in enumerate(occupancy) if o)
 
 
-@functools.cache
-def _setup(rules: int, fleet: int, game: int, seat: int, mode: str) -> m.Message:
-    # The honest commit or place, and the reveal below: signed and encoded once for every run
-    # (messages are frozen).
-    c = _committed(rules, fleet, game, seat)
-    sig = c.seat_sig(KEYS[seat])
-    if mode == "custody":
-        return m.Place(MID, game, tuple(c.fleet.to_list()), c.secret, sig)
-    return m.Commit(MID, game, c.commitment.to_dict(), sig)
-
-
-@functools.cache
-def _reveal(rules: int, fleet: int, game: int, seat: int) -> m.Message:
-    return m.RevealMsg(MID, game, _committed(rules, fleet, game, seat).reveal().to_dict())
+def _forged_miss(verdict: Verdict) -> Verdict:
+    """``verdict`` with every result a miss (a lie the openings give away)."""
+    d = verdict.to_dict()
+    for r in d["results"]:
+        r["r"], r["open"]["occ"], r["sunk"] = "miss", False, None
+    return Verdict.from_dict(d)
 
 
 class _Run:
-    """One run: the referee, the honest players' fleets, and the invariants checked."""
+    """One run: the referee, a :class:`~seabattle.protocol.seat.Seat` for each seat (for each
+    member, in team play) and what each has to send, and the invariants checked."""
 
     def __init__(self, d: Data) -> None:
         self.d = d
@@ -193,81 +203,118 @@ class _Run:
         self.ref = Referee(
             match_id=MID, rules=r, mode=self.mode, players=PLAYERS, lot=lot, teams=teams
         )
+        # Bits 0 and 1: that seat's sessions agreed ``lean``; bits 2 and 3 both set: the seats
+        # keep no mirror (a load generator's, which play from the verdicts alone).
+        options = d.byte()
         self.now = 0.0
-        self.defenders: dict[tuple[int, int], tuple[int, Defender]] = {}
+        self.seats: dict[Who, Seat] = {}
+        for s in (0, 1):
+            keys = (KEYS[s], *_MEMBER_KEYS[(r.team_size - 1) * s :][: r.team_size - 1])
+            for k in range(r.team_size if teams is not None else 1):
+                player = teams[s][k] if teams is not None else PLAYERS[s]
+                seat = Seat(MID, keys[k], player, lean=bool(options >> s & 1))
+                seat.checking = options & 12 != 12
+                seat.tamper = self.tamper
+                self.seats[(s, k)] = seat
+                self.ref.set_lean(s, seat.lean, k)
+        #: What each seat's connection has yet to carry to the referee, in order.
+        self.outbox: dict[Who, list[m.Message]] = {who: [] for who in self.seats}
+        self.away: set[Who] = set()  # connections that dropped: nothing reaches them
+        self.fleets: dict[tuple[int, int], int] = {}  # (game, seat) -> the fleet placed
+        self.counts: dict[Who, int] = {}  # how many cells each one's last turn called
         self.seq = 0
-        self.last_shot: tuple[int, m.Message] | None = None
+        self.last_shot: tuple[int, m.Message, int | None] | None = None
+        # Whether every message so far was what an honest seat sends, from the seat it sends it
+        # (nothing bent, forged or lied): then no seat may see a lie. Not where the players
+        # draw the lot: a snapshot there can show a game before its ``game`` comes, and the
+        # seat then begins it twice (a second placement, whose commitment is not the one sent).
+        self.honest = lot is not None
 
-    # -- the honest players ---------------------------------------------------------------------
+    # -- the seats and their players ------------------------------------------------------------
 
-    def defender(self, game: int, seat: int) -> tuple[int, Defender]:
-        """The fleet (its index) and the defender of ``seat`` in ``game``."""
-        key = (game, seat)
-        got = self.defenders.get(key)
-        if got is None:
-            fleet = self.d.below(_FLEETS_PER_RULES)
-            got = self.defenders[key] = (fleet, Defender(_committed(self.ri, fleet, game, seat)))
-        return got
+    def deliver(self, out: list[Send]) -> None:
+        """Check what the referee sends, and feed it to every seat it is for that is connected."""
+        self.check(out)
+        for send in out:
+            for who, seat in self.seats.items():
+                if (
+                    send.to & seat_bit(who[0])
+                    and send.member in (None, who[1])
+                    and who not in self.away
+                ):
+                    self.feed(who, seat.receive(send.msg, self.now))
 
-    def honest(self) -> tuple[int, m.Message] | None:
-        """The seat that is to act and what an honest player there sends."""
-        g = self.ref.game
-        if g is None or self.ref.over:
-            return None
-        n = g.number
-        if g.phase is Phase.SETUP:
-            seats = [s for s in (0, 1) if g.commitments[s] is None] or [0, 1]
-            seat = seats[self.d.below(len(seats))]
-            return seat, _setup(self.ri, self.defender(n, seat)[0], n, seat, self.mode)
-        if g.phase is Phase.FIRING and g.turn is not None:
-            return g.turn, self.shot(g.turn)
-        if g.phase is Phase.ANSWER and g.pending is not None:
-            seat = 1 - g.pending.seat
-            verdict = self.defender(n, seat)[1].answer(g.pending).to_dict()
-            return seat, m.Answer(MID, n, verdict)
-        if g.phase is Phase.REVEAL:
-            seats = [s for s in (0, 1) if g.reveals[s] is None] or [0, 1]
-            seat = seats[self.d.below(len(seats))]
-            return seat, _reveal(self.ri, self.defender(n, seat)[0], n, seat)
-        return None
+    def feed(self, who: Who, out: Out) -> None:
+        """Queue what a seat sends, and let its player react to its events."""
+        self.outbox[who].extend(out.sends)
+        for ev in out.events:
+            assert not (self.honest and isinstance(ev, LieDetected)), f"{who} saw {ev} in play"
+            if isinstance(ev, GameStarted):
+                self.place(who, ev.game)
+            elif isinstance(ev, YourTurn):
+                self.counts[who] = ev.count
+                self.call(who, ev.count, ev.radar)
 
-    def member(self, msg: m.Message) -> int | None:
-        """Team play: the member who sends ``msg`` (mostly the one an honest team's would be:
-        the caller its shot names, else the captain); else ``None``."""
+    def place(self, who: Who, game: int) -> None:
+        """The player places one of the rule set's fleets (the input picks which)."""
+        s, k = who
+        if k:
+            return  # in team play the captain places for the team
+        fleet = self.d.below(_FLEETS_PER_RULES)
+        self.fleets[(game, s)] = fleet
+        self.feed(who, self.seats[who].place(_fleets(self.ri)[fleet], SECRETS[s]))
+
+    def call(self, who: Who, count: int, radar: bool) -> None:
+        """The player calls ``count`` cells, or the radar. Mostly at the ships (the harness knows
+        both fleets), so that a run reaches a game's end in a few dozen steps rather than a few
+        hundred; now and then at a cell already fired."""
+        d, r, g = self.d, self.rules, self.ref.game
+        if g is None:
+            return
+        s = who[0]
+        seat = self.seats[who]
+        target = g.boards[1 - s]
+        self.seq += 1
+        if radar and d.below(8) == 7:
+            at = Cell(d.below(r.rows), d.below(r.cols))
+            self.feed(who, seat.radar(at, self.seq))
+            return
+        fleet = self.fleets.get((g.number, 1 - s))
+        ships = _ships(self.ri, fleet) if fleet is not None else frozenset()
+        fresh = [i for i in sorted(ships) if i not in target.fired]
+        if len(fresh) < count or d.below(4) == 3:
+            fresh = [i for i in range(r.cells) if i not in target.fired and i not in target.crossed]
+        picked: list[int] = []
+        for _ in range(min(count, len(fresh))):
+            picked.append(fresh.pop(d.below(len(fresh))))
+        if target.fired and d.below(8) == 7:
+            picked[-1:] = [next(iter(target.fired))]  # a repeat
+        if picked:
+            self.feed(who, seat.fire([Cell(*divmod(i, r.cols)) for i in picked], self.seq))
+
+    def tamper(self, shot: Shot, verdict: Verdict) -> Verdict:
+        """A seat's verdict, now and then a lie (every result a miss)."""
+        if verdict.results and self.d.below(32) == 31:
+            self.honest = False
+            return _forged_miss(verdict)
+        return verdict
+
+    def ready(self) -> list[Who]:
+        return [who for who, box in self.outbox.items() if box]
+
+    def member(self, msg: m.Message, who: Who) -> int | None:
+        """Team play: the member who sends ``msg`` (mostly the one whose seat machine it came
+        from); else ``None``."""
         if self.teams is None:
             return None
         k = self.d.below(8)
         if k == 7:
+            self.honest = False
             return self.d.below(self.rules.team_size)  # perhaps not the one who may
         if k == 6:
+            self.honest = False
             return None  # the captain, as a shell names it
-        if isinstance(msg, m.Fire | m.Radar):
-            return msg.member
-        return 0
-
-    def shot(self, seat: int) -> m.Message:
-        g = self.ref.game
-        assert g is not None
-        r = self.rules
-        target = g.boards[1 - seat]
-        self.seq += 1
-        if r.radar and not target.radar_used and self.d.below(8) == 7:
-            at = Cell(self.d.below(r.rows), self.d.below(r.cols)).label()
-            return m.Radar(MID, g.number, at, self.ref.caller(seat), self.seq)
-        # Mostly at the ships the shooter is told of (the harness holds both fleets): a run
-        # reaches a game's end in a few dozen steps rather than a few hundred.
-        count = g.shot_count(seat)
-        occupancy = self.defender(g.number, 1 - seat)[1].committed.occupancy
-        fresh = [i for i, o in enumerate(occupancy) if o and i not in target.fired]
-        if len(fresh) < count or self.d.below(4) == 3:
-            fresh = [i for i in range(r.cells) if i not in target.fired and i not in target.crossed]
-        picked: list[int] = []
-        for _ in range(min(count, len(fresh))):
-            picked.append(fresh.pop(self.d.below(len(fresh))))
-        if target.fired and self.d.below(8) == 7:
-            picked[-1:] = [next(iter(target.fired))]  # a repeat
-        cells = tuple(Cell(*divmod(i, r.cols)).label() for i in picked)
-        return m.Fire(MID, g.number, cells, self.ref.caller(seat), self.seq)
+        return who[1]
 
     # -- the steps ------------------------------------------------------------------------------
 
@@ -275,67 +322,121 @@ class _Run:
         d, ref = self.d, self.ref
         op = d.below(16)
         if op <= 8:
-            move = self.honest()
-            if move is None:
-                self.send(d.below(2), m.Resign(MID, 1))
+            ready = self.ready()
+            if not ready:
+                self.idle()
                 return
-            seat, msg = move
+            who = ready[d.below(len(ready))]
+            msg = self.outbox[who][0]
+            seat = who[0]
             if op == 6:
+                # A copy with a field bent goes first; the honest one stays queued.
+                self.honest = False
                 bent = _made(lambda: _bent(msg, d))
-                if bent is None:
-                    return
-                msg = bent
-            elif op == 7:
-                seat = 1 - seat
-            self.send(seat, msg)
+                if bent is not None:
+                    self.send(seat, bent, self.member(bent, who))
+                return
+            if op == 7:
+                self.honest = False
+                self.send(1 - seat, msg, self.member(msg, who))  # the other seat sends it
+                return
+            del self.outbox[who][0]
+            self.seats[who].carried(msg, self.seats[who].epoch)
+            refused = self.send(seat, msg, self.member(msg, who))
+            if refused in _CALL_AGAIN and isinstance(msg, m.Fire):
+                # The player hears why, and calls again.
+                self.call(who, self.counts.get(who, len(msg.cells)), False)
         elif op == 9:
+            self.honest = False
             g = ref.game
             game = g.number if g is not None else 1
             cls = _SENT[d.below(len(_SENT))]
             made = _made(lambda: build(cls, d, match=MID, game=game, seq=self.seq))
             if made is not None:
-                self.send(d.below(2), made)
+                self.send(d.below(2), made, self.member(made, (0, 0)))
         elif op == 10:
+            self.honest = False
             made = _made(lambda: m.decode(codec.strict_unpack(d.blob(200))))
             if made is not None:
-                self.send(d.below(2), made)
+                self.send(d.below(2), made, self.member(made, (0, 0)))
         elif op == 11:
             wake = ref.wake_at
             if math.isfinite(wake) and d.flag():
                 self.now = max(self.now, wake)
             else:
                 self.now += d.below(400)
-            self.check(ref.tick(self.now))
+            self.deliver(ref.tick(self.now))
         elif op == 12:
-            self.check(ref.seat_gone(d.below(2), self.now, self.away()))
+            self.gone((d.below(2), self.away_member()))
         elif op == 13:
-            self.check(ref.seat_back(d.below(2), self.now, self.away()))
+            self.back((d.below(2), self.away_member()))
         elif op == 14:
             if d.below(4) == 0:
-                self.check(ref.leave(d.below(2), self.now))
+                self.deliver(ref.leave(d.below(2), self.now))
             elif ref.game is not None and not ref.over and ref.game.first is None:
-                self.check(ref.draw(d.below(2), self.now))
+                self.deliver(ref.draw(d.below(2), self.now))
         elif self.last_shot is not None:
             self.send(*self.last_shot)  # a resend after a drop: applies once
 
-    def away(self) -> int:
+    def idle(self) -> None:
+        """Nothing is owed: the players draw the lot (peer play, where the referee has none), a
+        seat comes back, time passes, or a player resigns (the match over: a late ``resign``)."""
+        ref, d = self.ref, self.d
+        g = ref.game
+        if g is not None and g.first is None and not ref.over:
+            self.deliver(ref.draw(d.below(2), self.now))
+        elif self.away and d.below(4) != 3:
+            self.back(min(self.away))
+        elif math.isfinite(ref.wake_at) and not ref.over and d.below(4) != 3:
+            self.now = max(self.now, ref.wake_at)
+            self.deliver(ref.tick(self.now))
+        else:
+            who = (d.below(2), 0)
+            seat = self.seats[who]
+            if seat.game_no and not ref.over:
+                self.feed(who, seat.resign())
+            else:
+                self.send(who[0], m.Resign(MID, 1), None)
+
+    def away_member(self) -> int:
         """The member who goes or comes back (team play; else the seat's one player, 0)."""
         return 0 if self.teams is None else self.d.below(self.rules.team_size)
 
-    def send(self, seat: int, msg: m.Message) -> None:
+    def gone(self, who: Who) -> None:
+        """``who``'s connection drops: what it had not sent yet is lost with it."""
+        self.away.add(who)
+        self.outbox[who].clear()
+        self.deliver(self.ref.seat_gone(who[0], self.now, who[1]))
+
+    def back(self, who: Who) -> None:
+        """``who`` plays again on a new connection (perhaps one that agreed ``lean`` where the
+        last did not, or the other way): the referee's ``start`` and snapshot, then whatever the
+        seat owes."""
+        self.away.discard(who)
+        self.outbox[who].clear()
+        seat = self.seats[who]
+        seat.epoch += 1
+        if self.d.below(8) == 7:
+            seat.lean = not seat.lean
+            self.ref.set_lean(who[0], seat.lean, who[1])
+        self.deliver(self.ref.seat_back(who[0], self.now, who[1]))
+
+    def send(self, seat: int, msg: m.Message, member: int | None) -> ErrorCode | None:
+        """``msg`` from ``seat`` (its ``member``) to the referee; the refusal's code, if any."""
         ref = self.ref
         before = _state(ref)
         try:
-            out = ref.receive(seat, msg, self.now, self.member(msg))
+            out = ref.receive(seat, msg, self.now, member)
         except LocalProtocolError:
             raise
         except ProtocolError as e:
             assert isinstance(e.code, ErrorCode)
             assert _state(ref) == before, f"refused {msg.TAG} ({e}) changed the game"
-            return
+            return e.code
         if isinstance(msg, m.Fire | m.Radar):
-            self.last_shot = (seat, msg)
-        self.check(out)
+            self.last_shot = (seat, msg, member)
+        self.deliver(out)
+        return None
 
     def check(self, out: list[Send]) -> None:
         for send in out:
@@ -444,13 +545,51 @@ class _Key:
             raise raised
 
 
+@functools.lru_cache(maxsize=1024)
+def _committed(
+    rules: RuleSet, fleet: Fleet, secret: bytes, match: bytes, game: int, seat: int
+) -> Committed:
+    # Never changed by use (a Defender keeps the hits), so one serves every run.
+    return Committed(rules, fleet, secret, match, game, seat)
+
+
+@functools.lru_cache(maxsize=1024)
+def _sign_seat(key: Ed25519PrivateKey, ctx: bytes, root: bytes) -> bytes:
+    return sign_seat(key, ctx, root)
+
+
+_RULES_OF: dict[str, RuleSet] = {}
+
+
+def _rules_from_dict(d: dict[str, Any]) -> RuleSet:
+    key = repr(d)
+    rules = _RULES_OF.get(key)
+    if rules is None:
+        rules = _RULES_OF[key] = rules_from_dict(d)
+    return rules
+
+
+#: What the seats build again and again in every run, the same each time (the few fleets, the
+#: one rule set of a run): made once. Placing cost a third of a run (the leaves, the seat
+#: signature), reading ``start`` a tenth.
+_SEAT_CACHES: dict[str, Callable[..., Any]] = {
+    "Committed": _committed,
+    "sign_seat": _sign_seat,
+    "rules_from_dict": _rules_from_dict,
+}
+
+
 def referee(data: bytes) -> None:
     """Drive a referee with the steps ``data`` spells; see the module docstring."""
     d = Data(data)
-    setattr(_commit, _KEY_NAME, _Key)  # for this run only
+    # For this run only (a rename in the seat's module fails here, not silently).
+    saved = {name: getattr(_seat, name) for name in _SEAT_CACHES}
+    for name, cached in _SEAT_CACHES.items():
+        setattr(_seat, name, cached)
+    setattr(_commit, _KEY_NAME, _Key)
     try:
         run = _Run(d)
-        run.check(run.ref.start(run.now))
+        run.deliver(run.ref.start(run.now))
         after = 4  # steps tried once the match is over: every one is refused
         for _ in range(_STEPS):
             if d.done or after < 0:
@@ -459,3 +598,5 @@ def referee(data: bytes) -> None:
             after -= run.ref.over
     finally:
         setattr(_commit, _KEY_NAME, Ed25519PublicKey)
+        for name, real in saved.items():
+            setattr(_seat, name, real)
