@@ -335,6 +335,11 @@ class Seat:
             self.rules = rules_from_dict(msg.rules)
             self.mode = msg.mode
             self.players = msg.players
+        elif isinstance(msg, m.GameStart) and msg.game == self.game_no:
+            # A game a snapshot began already (the lot came after it): nothing new but who
+            # fires first, and a second GameStarted would ask the player to place again.
+            self.first = msg.first
+            self._emit(Info(msg))
         elif isinstance(msg, m.GameStart):
             assert self.rules is not None
             self.game_no = msg.game
