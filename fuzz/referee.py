@@ -225,10 +225,8 @@ class _Run:
         self.seq = 0
         self.last_shot: tuple[int, m.Message, int | None] | None = None
         # Whether every message so far was what an honest seat sends, from the seat it sends it
-        # (nothing bent, forged or lied): then no seat may see a lie. Not where the players
-        # draw the lot: a snapshot there can show a game before its ``game`` comes, and the
-        # seat then begins it twice (a second placement, whose commitment is not the one sent).
-        self.honest = lot is not None
+        # (nothing bent, forged or lied): then no seat may see a lie.
+        self.honest = True
 
     # -- the seats and their players ------------------------------------------------------------
 
