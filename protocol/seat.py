@@ -250,8 +250,8 @@ class Seat:
 
         Blind mode sends the commitment only; custody mode hands fleet and secret to the referee
         (``place``). In team play a member who is not the captain places nothing."""
-        if self.rules is None or self.seat is None or self.game_no == 0:
-            raise LocalProtocolError(ErrorCode.WRONG_PHASE, "no game to place a fleet for yet")
+        self._in_game("place a fleet for")
+        assert self.rules is not None and self.seat is not None
         fleet.validate(self.rules)
         if not self.captain:
             return self._out()
@@ -270,16 +270,24 @@ class Seat:
 
     def fire(self, cells: str | Cell | Sequence[str | Cell], seq: int) -> Out:
         """Call one cell or a salvo, as move ``seq`` (unique on the connection)."""
+        self._in_game("fire in")
         return self._move(m.Fire(self.id, self.game_no, labels(cells), self._me(), seq))
 
     def radar(self, at: str | Cell, seq: int) -> Out:
         """Scan the radar area whose top-left cell is ``at``, as move ``seq``."""
+        self._in_game("scan in")
         return self._move(m.Radar(self.id, self.game_no, labels(at)[0], self._me(), seq))
 
     def resign(self) -> Out:
         """Give up the current game."""
+        self._in_game("resign")
         self._send(m.Resign(self.id, self.game_no), unacked=True)
         return self._out()
+
+    def _in_game(self, what: str) -> None:
+        """Refuse a choice made before the match's first game began (a player's mistake)."""
+        if self.rules is None or self.seat is None or self.game_no == 0:
+            raise LocalProtocolError(ErrorCode.WRONG_PHASE, f"no game to {what} yet")
 
     def _move(self, msg: m.Fire | m.Radar) -> Out:
         self._moves[msg.seq] = _Move(msg, None, self._answered)

@@ -334,6 +334,20 @@ def test_a_winner_is_told_every_hit_and_every_sinking_plainly() -> None:
     assert repr(mine[0].results) in ("['miss']", "['hit']", "['sunk']")
 
 
+@pytest.mark.parametrize("choice", ["place", "fire", "radar", "resign"])
+def test_a_choice_before_the_first_game_is_refused_plainly(choice: str) -> None:
+    seat = Seat(MID, REFEREE, "p")
+    calls = {
+        "place": lambda: seat.place(random_fleet(PRESETS["classic"], random.Random(1)), bytes(32)),
+        "fire": lambda: seat.fire("A1", 1),
+        "radar": lambda: seat.radar("A1", 1),
+        "resign": lambda: seat.resign(),
+    }
+    with pytest.raises(ProtocolError) as e:
+        calls[choice]()
+    assert e.value.code is ErrorCode.WRONG_PHASE and "no game" in str(e.value)
+
+
 def test_a_lying_seat_is_caught_through_the_hook() -> None:
     """The hook bends one seat's verdicts; the other seat's mirror catches the lie."""
     pair = Pair(PRESETS["classic"], "blind", seed=7)
