@@ -335,8 +335,9 @@ class Seat:
     # -- what the referee sends --------------------------------------------------------------
 
     def receive(self, msg: m.Message, now: float = 0.0) -> Out:
-        """Feed one message the referee sent to this seat (or to everyone), at ``now``."""
-        if self.done:
+        """Feed one message the referee sent to this seat (or to everyone), at ``now``. A
+        message of another match (a shell that plays several over one connection) is ignored."""
+        if self.done or getattr(msg, "match", self.id) != self.id:
             return self._out()
         if isinstance(msg, m.Start):
             self.seat = msg.seat
