@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import datetime
 import hashlib
+import itertools
 import os
 import random
 import signal
@@ -31,10 +33,11 @@ from seabattle.client.peer import PeerResult, Player, host, join
 from seabattle.protocol import messages as m
 from seabattle.protocol.commit import Committed
 from seabattle.protocol.errors import ErrorCode
-from seabattle.protocol.fleet import Fleet, random_fleet
+from seabattle.protocol.fleet import Fleet, Placement, random_fleet
 from seabattle.protocol.game import Game, Phase
 from seabattle.protocol.grid import Cell
-from seabattle.protocol.rules import RuleSet
+from seabattle.protocol.match import Match
+from seabattle.protocol.rules import MatchFormat, RuleSet, preset
 from seabattle.protocol.seat import Bend, Out, Seat
 from seabattle.protocol.seat_events import GameStarted, MatchEvent, Resumed, ShotResult, YourTurn
 from seabattle.protocol.session import Connection, Role, auth_payload
@@ -618,3 +621,97 @@ def interrupt(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
     rc = proc.wait(timeout=20)
     out, err = proc.communicate(timeout=5)
     return rc, out, err
+
+
+# Signed records with no server: fixed keys and honest matches played in memory.
+
+SEAT0, SEAT1, REFEREE, OTHER = (
+    Ed25519PrivateKey.from_private_bytes(bytes([n]) * 32) for n in (1, 2, 3, 4)
+)
+PLAYERS = [SEAT0.public_key(), SEAT1.public_key()]
+BEST_OF_3 = preset("classic-8x8").replace(match=MatchFormat(games=3))
+
+
+def play_in_memory(
+    m: Match, rng: random.Random, games: int | None = None, stop_at: int = 0
+) -> Match:
+    """Honest players fire at random until the match ends (or ``stop_at`` shots into a game)."""
+    while not m.over and (games is None or len(m.games) < games):
+        g = m.new_game(rng.randrange(2) if m.needs_lot() else None)
+        rules = m.rules
+        ds = []
+        for seat in (0, 1):
+            c = Committed(
+                rules, random_fleet(rules, rng), rng.randbytes(32), m.match_id, g.number, seat
+            )
+            ds.append(Defender(c))
+            g.commit(seat, c.commitment, c.seat_sig((SEAT0, SEAT1)[seat]))
+        if not fire_honestly(g, ds, rng, stop_at):
+            return m
+        for seat in (0, 1):
+            g.reveal(seat, ds[seat].committed.reveal())
+        m.game_over()
+    return m
+
+
+def match_of(rules: RuleSet, seed: int) -> Match:
+    """A whole honest match of ``rules``, the same for the same ``seed``."""
+    rng = random.Random(seed)
+    return play_in_memory(Match(rules, rng.randbytes(16)), rng)
+
+
+def every_fleet(rules: RuleSet) -> list[Fleet]:
+    """Every legal fleet of a small rule set, counted by brute force."""
+    spots = []
+    for spec in rules.fleet:
+        spots.append(
+            [
+                Placement(r, c, v)
+                for v in (False, True)
+                for r in range(rules.rows - (spec.length - 1 if v else 0))
+                for c in range(rules.cols - (0 if v else spec.length - 1))
+            ]
+        )
+    out = []
+    for combo in itertools.product(*spots):
+        fleet = Fleet(combo)
+        try:
+            fleet.validate(rules)
+        except Exception:
+            continue
+        out.append(fleet)
+    return out
+
+
+def self_signed(tmp_path: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for localhost and its key, as PEM files in ``tmp_path``."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    k = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(k.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(k, hashes.SHA256())
+    )
+    cp, kp = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cp.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    kp.write_bytes(
+        k.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cp, kp

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import trio
 from click.testing import CliRunner
-from helpers import peer_match, start_server
+from helpers import BEST_OF_3, OTHER, PLAYERS, REFEREE, match_of, peer_match, start_server
 from seabattle.bots.strategies import make_strategy
 from seabattle.cli.main import main
 from seabattle.client.peer import BotPlayer
@@ -193,7 +193,6 @@ def test_serve_starts_and_stops_on_sigint(tmp_path: Path) -> None:
 
 def test_verify_pins_the_referee_key(tmp_path: Path) -> None:
     from seabattle.protocol.record import build_record, seal
-    from test_record import BEST_OF_3, OTHER, PLAYERS, REFEREE, match_of
 
     record = build_record(match_of(BEST_OF_3, 5), PLAYERS, REFEREE.public_key())
     path = tmp_path / "refereed.sbr"

@@ -7,13 +7,13 @@ import random
 
 import pytest
 from click.testing import CliRunner
+from helpers import every_fleet as brute_force_fleets
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 from seabattle.bots.strategies import STRATEGIES, TargetView, make_strategy
 from seabattle.cli.main import main
 from seabattle.protocol.grid import Cell
 from seabattle.protocol.rules import BadRules, RuleSet, ShipSpec, SunkReport, preset
-from test_posterior import every_fleet as brute_force_fleets
 
 from bench.exact import Board, TooLarge, every_fleet, strategy_turns
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import random
 import statistics
 
 import pytest
 from click.testing import CliRunner
+from helpers import every_fleet
 from seabattle.bots.posterior import Model, Sampler
 from seabattle.bots.strategies import (
     BestStrategy,
@@ -18,7 +18,7 @@ from seabattle.bots.strategies import (
     simulate_shots_to_win,
 )
 from seabattle.cli.main import main
-from seabattle.protocol.fleet import Fleet, Placement
+from seabattle.protocol.fleet import Fleet
 from seabattle.protocol.grid import Cell
 from seabattle.protocol.rules import (
     PRESETS,
@@ -45,29 +45,6 @@ def small(touching: bool, sunk: SunkReport, salvo: bool = False) -> RuleSet:
         sunk=sunk,
         **(extra if salvo else {}),
     )
-
-
-def every_fleet(rules: RuleSet) -> list[Fleet]:
-    """Every legal fleet of a small rule set, counted by brute force."""
-    spots = []
-    for spec in rules.fleet:
-        spots.append(
-            [
-                Placement(r, c, v)
-                for v in (False, True)
-                for r in range(rules.rows - (spec.length - 1 if v else 0))
-                for c in range(rules.cols - (0 if v else spec.length - 1))
-            ]
-        )
-    out = []
-    for combo in itertools.product(*spots):
-        fleet = Fleet(combo)
-        try:
-            fleet.validate(rules)
-        except Exception:
-            continue
-        out.append(fleet)
-    return out
 
 
 def answers(rules: RuleSet, fleet: Fleet, shots: list[tuple[Cell, ...]]) -> list[object]:

@@ -14,8 +14,16 @@ from typing import Any
 
 import msgpack
 import pytest
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from helpers import fire_honestly
+from helpers import (
+    BEST_OF_3,
+    OTHER,
+    PLAYERS,
+    REFEREE,
+    SEAT0,
+    SEAT1,
+    match_of,
+    play_in_memory,
+)
 from seabattle.protocol.canonical import canonical_pack
 from seabattle.protocol.commit import Committed
 from seabattle.protocol.errors import ErrorCode
@@ -38,48 +46,14 @@ from seabattle.protocol.record import (
     verify_record,
 )
 from seabattle.protocol.rules import (
-    MatchFormat,
     RuleSet,
     SalvoReport,
     ShotMode,
     SunkReport,
     preset,
 )
-from seabattle.protocol.verdict import Defender
 
-SEAT0, SEAT1, REFEREE, OTHER = (
-    Ed25519PrivateKey.from_private_bytes(bytes([n]) * 32) for n in (1, 2, 3, 4)
-)
-PLAYERS = [SEAT0.public_key(), SEAT1.public_key()]
 Record = dict[str, Any]
-
-
-def play(m: Match, rng: random.Random, games: int | None = None, stop_at: int = 0) -> Match:
-    """Honest players fire at random until the match ends (or ``stop_at`` shots into a game)."""
-    while not m.over and (games is None or len(m.games) < games):
-        g = m.new_game(rng.randrange(2) if m.needs_lot() else None)
-        rules = m.rules
-        ds = []
-        for seat in (0, 1):
-            c = Committed(
-                rules, random_fleet(rules, rng), rng.randbytes(32), m.match_id, g.number, seat
-            )
-            ds.append(Defender(c))
-            g.commit(seat, c.commitment, c.seat_sig((SEAT0, SEAT1)[seat]))
-        if not fire_honestly(g, ds, rng, stop_at):
-            return m
-        for seat in (0, 1):
-            g.reveal(seat, ds[seat].committed.reveal())
-        m.game_over()
-    return m
-
-
-def match_of(rules: RuleSet, seed: int) -> Match:
-    rng = random.Random(seed)
-    return play(Match(rules, rng.randbytes(16)), rng)
-
-
-BEST_OF_3 = preset("classic-8x8").replace(match=MatchFormat(games=3))
 
 
 @pytest.fixture(scope="module")
@@ -161,15 +135,15 @@ def test_salvo_radar_and_team_records_verify() -> None:
 
 
 def test_the_record_is_a_copy_later_play_does_not_change(refereed: Record) -> None:
-    m = play(Match(BEST_OF_3, bytes(16)), random.Random(5), games=1)
+    m = play_in_memory(Match(BEST_OF_3, bytes(16)), random.Random(5), games=1)
     record = build_record(m, PLAYERS, REFEREE.public_key())
     head = record_head(record)
-    play(m, random.Random(6))
+    play_in_memory(m, random.Random(6))
     assert record_head(record) == head
 
 
 def test_an_unfinished_match_verifies_as_far_as_it_went() -> None:
-    m = play(Match(BEST_OF_3, bytes(16)), random.Random(7), stop_at=20)
+    m = play_in_memory(Match(BEST_OF_3, bytes(16)), random.Random(7), stop_at=20)
     record = build_record(m, PLAYERS, REFEREE.public_key())
     report = verify_record(by_referee(record))
     assert report.ok, report.reason

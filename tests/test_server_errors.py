@@ -5,7 +5,6 @@ graceful shutdown.
 
 from __future__ import annotations
 
-import datetime
 import secrets
 import ssl
 from pathlib import Path
@@ -15,7 +14,19 @@ import pytest
 import trio
 import trio.testing
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from helpers import SMALL, TC, Bot, Closed, connect, handshake, pair, play_both, raw, start_server
+from helpers import (
+    SMALL,
+    TC,
+    Bot,
+    Closed,
+    connect,
+    handshake,
+    pair,
+    play_both,
+    raw,
+    self_signed,
+    start_server,
+)
 from seabattle.protocol import messages as m
 from seabattle.protocol.codec import encode_frame
 from seabattle.protocol.errors import ErrorCode
@@ -302,7 +313,7 @@ async def test_a_peer_that_cannot_keep_up_is_dropped(nursery: trio.Nursery) -> N
 
 
 async def test_tls(tmp_path: Path, nursery: trio.Nursery) -> None:
-    cert, key = _self_signed(tmp_path)
+    cert, key = self_signed(tmp_path)
     server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     server_ctx.load_cert_chain(cert, key)
     addr, _ = await start_server(nursery, tmp_path, tls=server_ctx)
@@ -317,7 +328,7 @@ async def test_tls(tmp_path: Path, nursery: trio.Nursery) -> None:
 async def test_a_whole_match_over_tls(tmp_path: Path, nursery: trio.Nursery) -> None:
     # Over TLS every frame goes through the connection's writer task (no direct socket writes):
     # whole matches must play the same, records included.
-    cert, key = _self_signed(tmp_path)
+    cert, key = self_signed(tmp_path)
     server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     server_ctx.load_cert_chain(cert, key)
     addr, _ = await start_server(nursery, tmp_path, tls=server_ctx)
@@ -343,39 +354,6 @@ async def test_a_whole_match_over_tls(tmp_path: Path, nursery: trio.Nursery) -> 
         assert ba.result.result == bb.result.result
         rec = await a.request(m.GetRecord(2, ok.data["match"]))
         assert isinstance(rec, m.Ok) and verify_record(load_record(rec.data["record"])).ok
-
-
-def _self_signed(tmp_path: Path) -> tuple[Path, Path]:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    k = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(k.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(k, hashes.SHA256())
-    )
-    cp, kp = tmp_path / "cert.pem", tmp_path / "key.pem"
-    cp.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    kp.write_bytes(
-        k.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cp, kp
 
 
 async def test_cancelled_server_still_says_goodbye(tmp_path: Path, nursery: trio.Nursery) -> None:

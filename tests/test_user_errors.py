@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_server_errors import _self_signed
+from helpers import self_signed
 
 CLI = [sys.executable, "-c", "from seabattle.cli.main import main; main()"]
 TIMEOUT = 60
@@ -71,7 +71,7 @@ class Server:
 @pytest.fixture(scope="module")
 def tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Path]]:
     tmp = tmp_path_factory.mktemp("tls")
-    cert, key = _self_signed(tmp)
+    cert, key = self_signed(tmp)
     s = Server(tmp, "--tls-cert", str(cert), "--tls-key", str(key))
     s.addr = s.addr.replace("127.0.0.1", "localhost")  # the name the certificate is for
     yield s, cert
