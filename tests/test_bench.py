@@ -43,6 +43,7 @@ def _check_figures(figures: dict[str, Any]) -> None:
     assert figures["errors"] == {}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["blind", "custody"])
 def test_tiny_bench_reports_every_figure_and_ratio(mode: str) -> None:
     report = _run("--matches", "2", "--duration", "0.6", "--mode", mode)
@@ -68,6 +69,7 @@ def test_tiny_bench_reports_every_figure_and_ratio(mode: str) -> None:
     assert verify["records"] > 0 and verify["failed"] == 0 and verify["ms_per_game"] > 0
 
 
+@pytest.mark.slow
 def test_human_pace_with_a_shot_limit_and_no_baseline() -> None:
     report = _run(
         "--matches", "2", "--pace", "0.05", "--shots", "4", "--duration", "5", "--mode", "blind",
@@ -234,6 +236,7 @@ def test_a_report_says_when_one_core_ran_slower_than_the_other() -> None:
     assert core_skew(both) == (1, 2.0)
 
 
+@pytest.mark.slow
 def test_a_sweep_is_drawn_with_plot(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     out = tmp_path / "sweep.png"
@@ -247,6 +250,7 @@ def test_a_sweep_is_drawn_with_plot(tmp_path: Path) -> None:
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 def test_the_started_server_may_run_several_workers() -> None:
     report = _run(
         "--workers", "2", "--matches", "2", "--duration", "0.5", "--mode", "custody",
@@ -262,6 +266,7 @@ def test_the_started_server_may_run_several_workers() -> None:
         assert generator == [1] and set(server) - set(generator)
 
 
+@pytest.mark.slow
 def test_the_baselines_may_write_as_often_as_the_server() -> None:
     # --copies: the custody echo also sends each verdict to a defending connection, as the
     # server tells both players (2 writes a shot); the blind relay of lean players already
@@ -276,6 +281,7 @@ def test_the_baselines_may_write_as_often_as_the_server() -> None:
     assert by_mode["custody"]["baseline"]["server_writes_per_shot"] >= 1.9
 
 
+@pytest.mark.slow
 def test_the_durable_baselines_store_every_frame_before_sending_it_on() -> None:
     # --durable: the relay and the echo also store each frame in the server's journal file, a
     # write on top of as many frames as the server writes (blind 2 a shot: the players are
@@ -289,6 +295,7 @@ def test_the_durable_baselines_store_every_frame_before_sending_it_on() -> None:
     assert by_mode["custody"]["server_writes_per_shot"] > 2.5
 
 
+@pytest.mark.slow
 def test_with_echo_the_server_copies_moves_back_and_the_durable_relay_does_too() -> None:
     # --echo: the players do not agree lean, so the server sends 4 frames a blind shot; the
     # durable relay then copies each frame back as well, to write as often as the server.

@@ -4,7 +4,12 @@ PostgreSQL's own counters and the processes' CPU time."""
 
 from __future__ import annotations
 
+import pytest
+
 from bench.capacity import capacity_run, pairing_run
+
+# A kill or measuring run of real processes: left out of the quick run (-m "not slow").
+pytestmark = pytest.mark.slow
 
 
 async def test_a_short_capacity_run_reports_every_figure(postgres_db: str) -> None:

@@ -8,9 +8,13 @@ on; every record verifies and holds every verdict a player was told
 
 from __future__ import annotations
 
+import pytest
 import trio
 
 from bench.crash import crash_run
+
+# A kill or measuring run of real processes: left out of the quick run (-m "not slow").
+pytestmark = pytest.mark.slow
 
 
 async def test_ten_kills_lose_no_acknowledged_move() -> None:

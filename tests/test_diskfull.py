@@ -16,6 +16,9 @@ import trio
 
 from bench.diskfull import DiskUnavailable, diskfull_run
 
+# A kill or measuring run of real processes: left out of the quick run (-m "not slow").
+pytestmark = pytest.mark.slow
+
 
 async def test_a_full_disk_aborts_nothing_and_play_resumes_by_itself() -> None:
     lines: list[str] = []

@@ -96,6 +96,7 @@ small_rules = st.builds(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(small_rules)
 def test_no_strategy_beats_the_optimum_and_rollout_never_loses_to_greedy(rules: RuleSet) -> None:

@@ -11,9 +11,13 @@ long version: 20 kills under 10 pairs).
 
 from __future__ import annotations
 
+import pytest
 import trio
 
 from bench.failover import failover_run
+
+# A kill or measuring run of real processes: left out of the quick run (-m "not slow").
+pytestmark = pytest.mark.slow
 
 
 async def test_three_kills_of_cluster_nodes_lose_no_acknowledged_move(postgres_db: str) -> None:

@@ -44,6 +44,7 @@ def _assert_held(summary: dict[str, Any]) -> None:
     assert summary["matches"] >= 2 and summary["verdicts_acknowledged"] > 0
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("postgres_binaries")
 async def test_a_node_paused_past_its_lease_writes_nothing_of_the_matches_it_lost() -> None:
     lines: list[str] = []
@@ -57,6 +58,7 @@ async def test_a_node_paused_past_its_lease_writes_nothing_of_the_matches_it_los
     assert pause["matches_owned"] >= 1 and pause["taken_over"] == pause["matches_owned"]
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("postgres_binaries")
 @pytest.mark.parametrize(
     ("outage", "lease", "seed"),

@@ -127,6 +127,7 @@ def _atheris() -> None:
     pytest.skip(what)
 
 
+@pytest.mark.slow
 def test_a_short_coverage_guided_run_of_every_target_finds_nothing(tmp_path: Path) -> None:
     _atheris()
     from fuzz.run import fuzz

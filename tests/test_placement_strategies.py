@@ -57,6 +57,7 @@ def test_unlikely_fleets_lie_where_ships_are_least_likely(name: str) -> None:
     assert max(unlikely) < sorted(uniform)[15]  # every one below the uniform median
 
 
+@pytest.mark.slow
 def test_unlikely_placement_costs_a_density_shooter_shots() -> None:
     # About +3 shots on classic (BENCHMARKS.md, session 4); the spread is 9 a game, so 80 games
     # at a fixed seed keep the verdict clear of chance.
@@ -65,6 +66,7 @@ def test_unlikely_placement_costs_a_density_shooter_shots() -> None:
     assert unlikely.mean > uniform.mean + 1
 
 
+@pytest.mark.slow
 def test_evasive_placement_costs_a_density_shooter_shots() -> None:
     # It keeps the draw its own density games took longest on; the shooter measured here plays
     # other games on those fleets (its own stream), so what it loses is the layouts' doing.
@@ -112,6 +114,7 @@ def test_the_placer_random_command_keeps_placed_ships_and_uses_its_strategy() ->
         assert fleet.placements[0] == Fleet.of(("A1", "across")).placements[0]
 
 
+@pytest.mark.slow
 def test_bot_stats_reports_the_spread_and_the_placement() -> None:
     args = ["bot", "--stats", "--games", "6", "--rules", "classic-8x8", "--seed", "2"]
     for placement in PLACEMENTS:

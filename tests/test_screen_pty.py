@@ -177,6 +177,7 @@ async def fire_until_over(term: Screen, labels: list[str], name: str) -> int:
             label = None
 
 
+@pytest.mark.slow
 async def test_host_on_the_game_screen_against_a_bot() -> None:
     # A small board keeps the match short: 6 x 6, 12 ship cells, a hit shoots again.
     fleet = [["Battleship", 4], ["Cruiser", 3], ["Submarine", 3], ["Destroyer", 2]]
@@ -259,6 +260,7 @@ async def test_host_on_the_game_screen_against_a_bot() -> None:
 app = pytest.importorskip("seabattle.server.app")
 
 
+@pytest.mark.slow
 async def test_play_on_the_game_screen_with_both_clocks(server: tuple[str, int]) -> None:
     host, port = server
     box: list[BotResult] = []
