@@ -322,7 +322,7 @@ def _child(
         if workers > 1:
             # Each worker's own address: the bench's players do not follow redirects, so the
             # two of a match go to one worker, and matches go round the workers (what the kernel
-            # does with the shared port, SO_REUSEPORT, tests/test_workers.py checks).
+            # does with the shared port, SO_REUSEPORT, tests/server/test_workers.py checks).
             pids = [proc.pid] + [int(w["pid"]) for w in info["workers"]]
             own = [w["own"].rpartition(":") for w in info["workers"]]
             yield [(h, int(p)) for h, _, p in own], pids

@@ -194,7 +194,7 @@ def _unpack(body: bytes | bytearray | memoryview) -> dict[str, Any]:
     #   differ, and merely take the slow path).
     # strict_map_key=True keeps hashing to str and bytes keys, whose hashes are randomised.
     # Anything else, errors included, goes to _unpack_exact, so that one function alone decides
-    # which error is reported and both paths always agree (tests/test_codec.py checks that).
+    # which error is reported and both paths always agree (tests/core/test_codec.py checks that).
     n = len(body)
     try:
         obj = _unpackb(

@@ -266,11 +266,11 @@ def pack_record(record: Any) -> bytes:
 def pack_built(record: dict[str, Any]) -> bytes:
     """:func:`pack_record` of a map :func:`build_record` returned, as it returned it.
 
-    A built record is made in canonical key order with canonical values (``tests/test_record.py``
-    holds that for every kind of entry), so its plain packing is its canonical bytes, and the
-    check :func:`pack_record` makes of any other map (some 60 % of the time it takes to pack a
-    classic record) is left out. A record changed since it was built must go through
-    :func:`pack_record`.
+    A built record is made in canonical key order with canonical values
+    (``tests/core/test_record.py`` holds that for every kind of entry), so its plain packing is its
+    canonical bytes, and the check :func:`pack_record` makes of any other map (some 60 % of the
+    time it takes to pack a classic record) is left out. A record changed since it was built must
+    go through :func:`pack_record`.
     """
     packed: bytes = msgpack.packb(record, use_bin_type=True)
     return packed

@@ -199,7 +199,7 @@ def test_command_reports_json_and_exit_status(tmp_path: Path) -> None:
 def test_every_case_quotes_the_spec_verbatim() -> None:
     # A case's quote is the sentence it checks: it must still be in the spec, word for word
     # ("[...]" marks an elision), so that a spec edit cannot leave a case checking old text.
-    spec = (Path(__file__).resolve().parent.parent / "spec" / "protocol.md").read_text("utf-8")
+    spec = (Path(__file__).resolve().parents[2] / "spec" / "protocol.md").read_text("utf-8")
     flat = " ".join(spec.split())
     for c in CASES:
         for part in c.quote.split("[...]"):

@@ -28,7 +28,7 @@ from seabattle.protocol.codec import strict_unpack
 from seabattle.protocol.errors import ErrorCode, RemoteProtocolError
 from seabattle.protocol.session import MAX_S2C_FRAME, Connection, Role, State
 
-SPEC_DIR = Path(__file__).resolve().parent.parent / "spec"
+SPEC_DIR = Path(__file__).resolve().parents[2] / "spec"
 VECTORS = json.loads((SPEC_DIR / "vectors" / "messages.json").read_text(encoding="utf-8"))
 SCHEMA = (SPEC_DIR / "messages.cddl").read_text(encoding="utf-8")
 

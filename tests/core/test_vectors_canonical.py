@@ -18,7 +18,7 @@ from seabattle.protocol.errors import ErrorCode, ProtocolError, Refused
 from seabattle.protocol.grid import parse_cell
 
 VECTORS = json.loads(
-    (Path(__file__).resolve().parent.parent / "spec" / "vectors" / "canonical.json").read_text()
+    (Path(__file__).resolve().parents[2] / "spec" / "vectors" / "canonical.json").read_text()
 )
 
 

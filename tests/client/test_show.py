@@ -22,7 +22,7 @@ from seabattle.cli.main import main
 from seabattle.cli.show import replay_record
 from seabattle.protocol.record import dump_record
 
-VECTORS = Path(__file__).parent.parent / "spec" / "vectors"
+VECTORS = Path(__file__).resolve().parents[2] / "spec" / "vectors"
 
 
 VECTOR = from_json(json.loads((VECTORS / "records.json").read_text()))

@@ -17,7 +17,7 @@ from seabattle.bots.play import play_match
 from seabattle.bots.strategies import make_strategy
 from seabattle.client import api
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def _script(addr: tuple[str, int]) -> str:

@@ -31,7 +31,7 @@ from seabattle.protocol.referee import GAME_INPUTS
 from seabattle.protocol.rules import PRESETS
 from seabattle.protocol.session import auth_payload
 
-SPEC_PATH = Path(__file__).resolve().parent.parent / "spec" / "protocol.md"
+SPEC_PATH = Path(__file__).resolve().parents[2] / "spec" / "protocol.md"
 SPEC = SPEC_PATH.read_text(encoding="utf-8")
 
 

@@ -14,7 +14,7 @@ from seabattle.protocol.codec import MAX_DEPTH, MAX_FRAME, FrameDecoder, encode_
 from seabattle.protocol.errors import ErrorCode, RemoteProtocolError
 
 VECTORS = json.loads(
-    (Path(__file__).resolve().parent.parent / "spec" / "vectors" / "framing.json").read_text()
+    (Path(__file__).resolve().parents[2] / "spec" / "vectors" / "framing.json").read_text()
 )
 
 

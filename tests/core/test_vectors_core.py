@@ -30,7 +30,7 @@ from seabattle.protocol.fleet import Fleet
 from seabattle.protocol.record import dump_record, record_head, verify_record
 from seabattle.protocol.rules import rules_from_dict
 
-VECTORS = Path(__file__).resolve().parent.parent / "spec" / "vectors"
+VECTORS = Path(__file__).resolve().parents[2] / "spec" / "vectors"
 
 
 def load(name: str) -> dict[str, Any]:

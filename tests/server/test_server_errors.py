@@ -249,7 +249,7 @@ async def test_graceful_shutdown_without_a_journal_lets_matches_finish(
     tmp_path: Path, nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
     # Matches that live in memory only get shutdown_grace to finish (a journaled server stops
-    # at once and takes them up again when it restarts: tests/test_restart.py).
+    # at once and takes them up again when it restarts: tests/server/test_restart.py).
     addr, shutdown = await start_server(nursery, tmp_path, limits=Limits(journal=False))
     idle = await connect(addr, nursery)
     a, b, _ = await pair(addr, nursery, SMALL, "custody")
