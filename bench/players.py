@@ -22,13 +22,13 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.common.netio import DirectSocket, direct
 from seabattle.protocol import messages as m
 from seabattle.protocol.codec import encode_frame
-from seabattle.protocol.commit import Committed
 from seabattle.protocol.errors import ErrorCode, ProtocolError
 from seabattle.protocol.fleet import Fleet, random_fleet
 from seabattle.protocol.grid import Cell
 from seabattle.protocol.rules import RuleSet
+from seabattle.protocol.seat import Out, Seat
+from seabattle.protocol.seat_events import GameStarted, YourTurn
 from seabattle.protocol.session import LEAN, Connection, Role, State, auth_payload
-from seabattle.protocol.verdict import Defender, Shot
 
 from .children import _read_exact
 
@@ -110,7 +110,6 @@ class _Run:
     rules: RuleSet
     fleets: list[Fleet]
     labels: list[str]
-    cells: dict[str, Cell]
     measuring: bool = False
     stopping: bool = False
     rtts: list[float] = field(default_factory=list)
@@ -152,8 +151,7 @@ def _make_run(sc: Scenario, rules: RuleSet, seed: int) -> _Run:
     rng = random.Random(seed)
     fleets = [random_fleet(rules, rng) for _ in range(32)]
     labels = [Cell(i // rules.cols, i % rules.cols).label() for i in range(rules.cells)]
-    cells = {lab: Cell(i // rules.cols, i % rules.cols) for i, lab in enumerate(labels)}
-    return _Run(sc, rules, fleets, labels, cells)
+    return _Run(sc, rules, fleets, labels)
 
 
 class _Shooter:
@@ -291,7 +289,15 @@ class _Shooter:
 
 
 class _Player(_Shooter):
-    """One seat: an honest, cheap bot over one TCP connection to the real server."""
+    """One seat: an honest, cheap bot over one TCP connection to the real server.
+
+    What an honest seat sends next (the commitment or placement, the answer to a called shot,
+    the reveal, whose turn follows its own answer in a lean session) is its pure
+    :class:`~seabattle.protocol.seat.Seat`'s, which plays from the verdicts (``checking`` off:
+    the generator trusts the server it measures, and its CPU must not become the bottleneck).
+    The player is the shell: it picks the fleet and the next cell, fires on its pace, carries
+    the frames, answers pings, sends again what the rate limit dropped, counts errors and asks
+    for a rematch. Its seat does not co-sign (:func:`_no_cosign`)."""
 
     def __init__(self, run: _Run, pace: _Pace, rng: random.Random) -> None:
         self.run = run
@@ -302,11 +308,8 @@ class _Player(_Shooter):
         self.sock: DirectSocket | None = None
         self.key = Ed25519PrivateKey.generate()
         self.backlog: list[m.Message] = []
-        self.match = b""
-        self.seat = -1
-        self.game = 0
-        self.committed: Committed | None = None
-        self.defender: Defender | None = None
+        #: the current match's seat (``None`` before its ``start``)
+        self.core: Seat | None = None
         self.next_cell = 0
         self.seq = 0
         self.req = 0
@@ -317,6 +320,9 @@ class _Player(_Shooter):
         self.resend = False
 
     async def send(self, msg: m.Message) -> None:
+        self._send(msg)
+
+    def _send(self, msg: m.Message) -> None:
         assert self.stream is not None
         frame = self.conn.send(msg)
         if not isinstance(msg, m.Pong):
@@ -364,8 +370,8 @@ class _Player(_Shooter):
     # -- the game ---------------------------------------------------------------------------------
 
     async def _fire(self) -> None:
-        run, pace = self.run, self.pace
-        if self.next_cell >= len(run.labels):
+        run, pace, core = self.run, self.pace, self.core
+        if core is None or self.next_cell >= len(run.labels):
             return
         cell = run.labels[self.next_cell]
         self.next_cell += 1
@@ -373,65 +379,52 @@ class _Player(_Shooter):
         pace.shots += 1
         self._next_slot()
         self.sent_at = time.perf_counter()
-        await self.send(m.Fire(self.match, self.game, (cell,), 0, self.seq))
+        self._carry(core.fire(cell, self.seq))
+
+    def _carry(self, out: Out) -> None:
+        """Send what the seat says to send, then act on its events: place a fleet when a game
+        begins, fire when the turn is ours."""
+        for msg in out.sends:
+            self._send(msg)
+        for ev in out.events:
+            if isinstance(ev, YourTurn):
+                self._turn()
+            elif isinstance(ev, GameStarted):
+                self.next_cell = 0
+                assert self.core is not None
+                fleet = self.rng.choice(self.run.fleets)
+                self._carry(self.core.place(fleet, self.rng.randbytes(32)))
 
     async def on(self, msg: m.Message) -> None:
         run = self.run
-        if isinstance(msg, m.ShotCalled):
-            if msg.seat != self.seat and run.scenario.mode == "blind":
-                assert self.defender is not None
-                cells = tuple(run.cells[c] for c in msg.cells)
-                shot = Shot(msg.n, msg.seat, cells, msg.radar)
-                v = self.defender.answer(shot)
-                await self.send(m.Answer(self.match, self.game, v.to_dict()))
-                if not run.scenario.echo and self.defender.turn_after(shot) == self.seat:
-                    self._turn()  # lean: no verdict of our own comes back to say so
-        elif isinstance(msg, m.VerdictMsg):
-            if msg.seat == self.seat and self.sent_at:
-                run.shot_done(time.perf_counter() - self.sent_at)
-                self.sent_at = 0.0
-            if msg.next == self.seat:
-                self._turn()
-        elif isinstance(msg, m.ShotLost):
-            if msg.next == self.seat:
-                self._turn()
-        elif isinstance(msg, m.Firing):
-            if msg.first == self.seat:
-                self._turn()
-        elif isinstance(msg, m.GameStart):
-            self.game, self.next_cell = msg.game, 0
-            fleet = self.rng.choice(run.fleets)
-            secret = self.rng.randbytes(32)
-            c = Committed(run.rules, fleet, secret, self.match, msg.game, self.seat)
-            self.committed, self.defender = c, Defender(c)
-            sig = c.seat_sig(self.key)
-            if run.scenario.mode == "blind":
-                await self.send(m.Commit(self.match, msg.game, c.commitment.to_dict(), sig))
-            else:
-                await self.send(m.Place(self.match, msg.game, tuple(fleet.to_list()), secret, sig))
-        elif isinstance(msg, m.Start):
-            self.match, self.seat = msg.match, msg.seat
-        elif isinstance(msg, m.RevealNow):
-            if run.scenario.mode == "blind":
-                assert self.committed is not None
-                reveal = self.committed.reveal().to_dict()
-                await self.send(m.RevealMsg(self.match, self.game, reveal))
-        elif isinstance(msg, m.MatchOver):
-            if self.seat == 0:
-                run.matches_done += 1
-                run.finished.append(msg.match)
-            if not run.stopping:
-                self.req += 1
-                await self.send(m.Rematch(self.req, msg.match))
-        elif isinstance(msg, m.Ping):
-            await self.send(m.Pong(msg.n))
-        elif isinstance(msg, m.Error):
+        if isinstance(msg, m.Ping):
+            self._send(m.Pong(msg.n))
+            return
+        if isinstance(msg, m.Error):
             run.errors[_code_name(msg.code)] += 1
             if msg.code == ErrorCode.RATE_LIMITED and self.last:
                 self.resend = True
                 self._act_at(trio.current_time() + 0.02)
             elif msg.code in (ErrorCode.ALREADY_FIRED, ErrorCode.CROSSED_OUT):
                 self._act_at(-math.inf)
+            return
+        if isinstance(msg, m.Start):
+            self.core = Seat(msg.match, self.key, lean=not run.scenario.echo, checking=False)
+            self.core.bend = _no_cosign
+        core = self.core
+        if core is None or isinstance(msg, m.Ok):
+            return  # a rematch's acknowledgment: its ``start`` follows
+        if isinstance(msg, m.VerdictMsg) and msg.seat == core.seat and self.sent_at:
+            run.shot_done(time.perf_counter() - self.sent_at)
+            self.sent_at = 0.0
+        self._carry(core.receive(msg, trio.current_time()))
+        if isinstance(msg, m.MatchOver):
+            if core.seat == 0:
+                run.matches_done += 1
+                run.finished.append(msg.match)
+            if not run.stopping:
+                self.req += 1
+                self._send(m.Rematch(self.req, msg.match))
 
     async def play(self) -> None:
         """Handle messages, and fire when the clock says, until cancelled or closed."""
@@ -449,6 +442,13 @@ class _Player(_Shooter):
             self._write(self.last)
         else:
             await self._fire()
+
+
+def _no_cosign(msg: m.Message) -> m.Message | None:
+    """The bench's seats do not co-sign: a co-signature is checked and stored by the server
+    once per match, work the figures have never held (they are a shot's), and the players
+    before the seat did not send it."""
+    return None if isinstance(msg, m.CoSign) else msg
 
 
 _LOST = (trio.BrokenResourceError, trio.ClosedResourceError, OSError, ProtocolError)
@@ -487,8 +487,19 @@ async def _setup_match(
     nursery.start_soon(_guarded, run, b.play)
 
 
+#: The baseline's seats sign what a seat signs (a placement), with a key nobody checks.
+_BARE_KEY = Ed25519PrivateKey.from_private_bytes(bytes(32))
+
+
 class _BarePlayer(_Shooter):
-    """One side of a baseline pair: the same messages, through the relay or the echo."""
+    """One side of a baseline pair: the same messages, through the relay or the echo.
+
+    Its :class:`~seabattle.protocol.seat.Seat` does the seat's share of a shot as a player of
+    the real server does (the defender's answer, with its openings; the attacker's move and the
+    verdict it reads), so that the ratio isolates the server. What the baseline has no referee
+    for, the player frames itself: the attacker sends the ``shot`` the defender would get (or,
+    custody, the ``verdict`` the echo gives back), the defender sends its answer as the
+    ``verdict`` the attacker would get."""
 
     def __init__(self, run: _Run, pace: _Pace, seat: int, match: bytes) -> None:
         self.run = run
@@ -499,13 +510,25 @@ class _BarePlayer(_Shooter):
         self.conn.state = State.READY  # no handshake: the baseline has no identities
         self.stream: trio.SocketStream | None = None
         self.sock: DirectSocket | None = None
-        self.defender: Defender | None = None
+        sc = run.scenario
+        self.core = Seat(match, _BARE_KEY, lean=not sc.echo, checking=False)
+        # The match as a referee would begin it: seat, rules, one game, whoever fires first.
+        self.core.receive(m.Start(match, seat, run.rules.to_dict(), sc.mode, ("", "")))
+        self.core.receive(m.GameStart(match, 1, 0))
         self.next_cell = 0
         self.n = 0
         self.sent_at = 0.0
         self.wake_at = math.inf
         self.scope = None
         self.salt = bytes(16)
+
+    def place(self, fleet: Fleet, secret: bytes) -> None:
+        """Place the defender's fleet (its commitment goes nowhere: the baseline has no game)."""
+        self.core.place(fleet, secret)
+
+    def begin(self) -> None:
+        """Firing begins (both connected): the attacker's turn comes."""
+        self._carry(self.core.receive(m.Firing(self.match, 1, 0, ())))
 
     async def connect(self, addr: tuple[str, int], token: bytes) -> None:
         self.stream = await trio.open_tcp_stream(*addr)
@@ -522,13 +545,16 @@ class _BarePlayer(_Shooter):
         pace.shots += 1
         self._next_slot()
         self.sent_at = time.perf_counter()
+        (fire,) = self.core.fire(run.labels[i], self.n).sends
+        assert isinstance(fire, m.Fire)
         if run.scenario.mode == "blind":
             # What the defender gets from the server: the shot, to answer.
             msg: m.Message = m.ShotCalled(
-                self.match, 1, self.n, self.seat, 0, (run.labels[i],), False
+                self.match, 1, self.n, self.seat, fire.member, fire.cells, False
             )
         else:
-            # What the attacker gets back from a custody referee: the verdict (a miss, opened).
+            # What the attacker gets back from a custody referee: the verdict (a miss, opened;
+            # the turn stays with the attacker, who alone fires here).
             result: dict[str, Any] = {
                 "r": "miss",
                 "open": {"i": i, "occ": False, "salt": self.salt},
@@ -536,28 +562,40 @@ class _BarePlayer(_Shooter):
             }
             verdict = {"n": self.n, "results": [result], "total": None, "sunk": [], "found": None}
             msg = m.VerdictMsg(
-                self.match, 1, self.n, self.seat, 0, (run.labels[i],), False, verdict, 1 - self.seat
+                self.match, 1, self.n, self.seat, fire.member, fire.cells, False, verdict, self.seat
             )
         self._write(encode_frame(m.encode(msg)))
 
+    def _carry(self, out: Out) -> None:
+        """Act on the seat's events: only the attacker fires. What it says to send goes as the
+        baseline frames it (:meth:`_fire`, :meth:`on`)."""
+        for ev in out.events:
+            if isinstance(ev, YourTurn) and self.seat == 0:
+                self._turn()
+
     async def on(self, msg: m.Message) -> None:
         assert self.stream is not None
+        core = self.core
         if isinstance(msg, m.ShotCalled):
+            d, full = core.defender, self.run.rules.fleet_cells - 1
+            if d is not None and msg.seat != self.seat and len(d.hit) >= full:
+                d.hit.clear()  # the baseline game never ends
+            out = core.receive(msg)
+            # The defender's share of a blind shot: decode, answer with openings, encode; the
+            # answer goes on as the verdict the attacker gets (its own shot copied back, in the
+            # relay-copies baseline, asks for nothing).
+            for ans in out.sends:
+                if isinstance(ans, m.Answer):
+                    verdict = m.VerdictMsg(
+                        self.match, 1, msg.n, msg.seat, msg.member, msg.cells, False, ans.verdict,
+                        msg.seat,
+                    )  # fmt: skip
+                    self._write(encode_frame(m.encode(verdict)))
+            self._carry(out)
+        elif isinstance(msg, m.VerdictMsg):
             if msg.seat == self.seat:
-                return  # its own shot, copied back (the relay-copies baseline)
-            # The defender's share of a blind shot: decode, answer with openings, encode.
-            assert self.defender is not None
-            cells = tuple(self.run.cells[c] for c in msg.cells)
-            if self.defender.hit and len(self.defender.hit) >= self.run.rules.fleet_cells - 1:
-                self.defender.hit.clear()  # the baseline game never ends
-            v = self.defender.answer(Shot(msg.n, msg.seat, cells, msg.radar))
-            out = m.VerdictMsg(
-                self.match, 1, msg.n, msg.seat, msg.member, msg.cells, False, v.to_dict(), msg.seat
-            )
-            self._write(encode_frame(m.encode(out)))
-        elif isinstance(msg, m.VerdictMsg) and msg.seat == self.seat:
-            self.run.shot_done(time.perf_counter() - self.sent_at)
-            self._turn()
+                self.run.shot_done(time.perf_counter() - self.sent_at)
+            self._carry(core.receive(msg))
 
     async def play(self) -> None:
         """Fire and answer until cancelled or closed."""
@@ -576,16 +614,16 @@ async def _setup_bare(
     attacker = _BarePlayer(run, pace, 0, match)
     if sc.mode == "custody" and not run.defender_copy:
         await attacker.connect(addr, match)
-        attacker._turn()
+        attacker.begin()
         nursery.start_soon(_guarded, run, attacker.play)
         return
     defender = _BarePlayer(run, pace, 1, match)
     if sc.mode == "blind":
-        committed = Committed(run.rules, rng.choice(run.fleets), rng.randbytes(32), match, 1, 1)
-        defender.defender = Defender(committed)
+        defender.place(rng.choice(run.fleets), rng.randbytes(32))
     async with trio.open_nursery() as pair:
         pair.start_soon(attacker.connect, addr, match)
         pair.start_soon(defender.connect, addr, match)
-    attacker._turn()
+    attacker.begin()
+    defender.begin()
     nursery.start_soon(_guarded, run, attacker.play)
     nursery.start_soon(_guarded, run, defender.play)
