@@ -33,14 +33,14 @@ import click
 import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.protocol import messages as m
-from seabattle.protocol.commit import Committed
 from seabattle.protocol.errors import ErrorCode
 from seabattle.protocol.fleet import random_fleet
-from seabattle.protocol.grid import Cell, parse_cell
+from seabattle.protocol.grid import Cell
 from seabattle.protocol.record import load_record, verify_record
 from seabattle.protocol.rules import RuleSet, rules_from_dict
+from seabattle.protocol.seat import Out, Seat
+from seabattle.protocol.seat_events import GameStarted, Resumed, ShotResult, YourTurn
 from seabattle.protocol.session import LEAN, Connection, Role, auth_payload
-from seabattle.protocol.verdict import Defender, Shot
 
 __all__ = ["Aborted", "Moved", "Player", "Server", "check_record", "crash_run", "main"]
 
@@ -79,6 +79,10 @@ class _Link:
         self.opened = time.monotonic()
         self.conn = Connection(Role.CLIENT)
         self.queue: list[Any] = []
+        #: the player's number for this connection (its seat's epoch), and whether the server
+        #: agreed ``lean`` on it
+        self.epoch = 0
+        self.lean = False
 
     async def send(self, msg: m.Message) -> None:
         try:
@@ -100,7 +104,13 @@ class _Link:
 
 @dataclass
 class Player:
-    """One player of one match, across every connection it needs."""
+    """One player of one match, across every connection it needs.
+
+    What it sends as a seat (the placement, the answer to a shot at it, the reveal, the
+    co-signature, and after a reconnect whatever the snapshot says it still owes) is its pure
+    :class:`~seabattle.protocol.seat.Seat`'s (:attr:`core`), which checks every proof and the
+    record as any honest client does. The player is the shell: it connects, picks the fleet and
+    the cells, paces its shots, answers pings, and keeps what the harnesses judge."""
 
     key: Ed25519PrivateKey
     mode: str
@@ -110,8 +120,6 @@ class Player:
     seat: int = -1
     rules: RuleSet | None = None
     game: int = 0
-    defender: Defender | None = None
-    committed: Committed | None = None
     fired: set[int] = field(default_factory=set)
     seq: int = 0
     told: list[tuple[int, int, dict[str, Any]]] = field(default_factory=list)
@@ -135,12 +143,18 @@ class Player:
     #: seconds of silence (pings aside) after which a connection counts as gone: a server that
     #: dropped the match without a word would otherwise hold the player for ever
     idle: float = math.inf
+    #: the seat it plays (``None`` before its match's ``start``)
+    core: Seat | None = None
+    #: connections opened so far: the number of the newest (its seat's epoch)
+    links: int = 0
 
     async def connect(self, addr: tuple[str, int], caps: tuple[str, ...] = ()) -> _Link:
         try:
             link = _Link(await trio.open_tcp_stream(*addr), addr)
         except OSError:
             raise _Gone from None
+        self.links += 1
+        link.epoch = self.links
         pub = self.key.public_key().public_bytes_raw()
         # Bounded, as the reference client's handshake is: a node that accepts but does not
         # answer (stopped, overloaded) is as good as gone.
@@ -148,6 +162,7 @@ class Player:
             await link.send(m.Hello((2,), "crash", caps + (LEAN,) * self.lean))
             w = await link.recv()
             assert isinstance(w, m.Welcome), w
+            link.lean = LEAN in w.caps
             sig = self.key.sign(auth_payload(w.challenge, w.server, pub))
             await link.send(m.Auth(pub, sig, self.name, None))
             while not isinstance(await link.recv(), m.Authed):
@@ -163,7 +178,7 @@ class Player:
         return link
 
     async def fire(self, link: _Link) -> None:
-        assert self.rules is not None
+        assert self.rules is not None and self.core is not None
         # Paced under the server's default per-peer rate (100 messages/s).
         await trio.sleep(_PACE)
         free = [i for i in range(self.rules.cells) if i not in self.fired]
@@ -173,76 +188,75 @@ class Player:
         self.fired.add(i)
         self.seq += 1
         label = Cell(*divmod(i, self.rules.cols)).label()
-        await link.send(m.Fire(self.match, self.game, (label,), 0, self.seq))
+        await self._carry(link, self.core.fire(label, self.seq))
 
-    async def answer(self, link: _Link, n: int, seat: int, cells: Any) -> None:
-        assert self.rules is not None and self.defender is not None
-        at = tuple(parse_cell(c, self.rules.rows, self.rules.cols) for c in cells)
-        shot = Shot(n, seat, at)
-        verdict = self.defender.answer(shot)
-        await link.send(m.Answer(self.match, self.game, verdict.to_dict()))
-        if self.lean and self.defender.turn_after(shot) == self.seat:
-            await self.fire(link)
-
-    async def place(self, link: _Link) -> None:
-        assert self.rules is not None
-        fleet = random_fleet(self.rules, self.rng)
-        secret = self.rng.randbytes(32)
-        self.committed = Committed(self.rules, fleet, secret, self.match, self.game, self.seat)
-        self.defender = Defender(self.committed)
-        self.fired = set()
-        if self.mode == "blind":
-            commitment = self.committed.commitment.to_dict()
-            sig = self.committed.seat_sig(self.key)
-            await link.send(m.Commit(self.match, self.game, commitment, sig))
-        else:
-            sig = self.committed.seat_sig(self.key)
-            await link.send(m.Place(self.match, self.game, tuple(fleet.to_list()), secret, sig))
+    async def _carry(self, link: _Link, out: Out) -> None:
+        """Send what the seat says to send, telling it which connection carried each, then act
+        on its events: a fleet when a game begins, a shot when the turn is ours."""
+        core = self.core
+        assert core is not None and self.rules is not None
+        for msg in out.sends:
+            await link.send(msg)
+            core.carried(msg, link.epoch)
+        for ev in out.events:
+            if isinstance(ev, GameStarted):
+                self.game, self.fired = ev.game, set()
+                fleet = random_fleet(self.rules, self.rng)
+                await self._carry(link, core.place(fleet, self.rng.randbytes(32)))
+            elif isinstance(ev, Resumed) and ev.game is not None:
+                # What was fired at while the player was away is on the snapshot's board (a
+                # move of ours the server lost is open again, unless the seat sends it again:
+                # then its verdict closes it, below).
+                self.game = ev.game
+                self.fired = {i for i, _ in ev.view["boards"][1 - self.seat]["fired"]}
+            elif isinstance(ev, ShotResult):
+                self.fired.update(c.row * self.rules.cols + c.col for c in ev.cells)
+            elif isinstance(ev, YourTurn):
+                await self.fire(link)
 
     async def play(self, link: _Link) -> None:
         """Play on this connection until the match is over (or the connection goes)."""
         while not self.over:
             msg = await self._next(link)
             if isinstance(msg, m.Start):
+                if self.core is None or self.core.id != msg.match:
+                    self.core = Seat(msg.match, self.key)
                 self.match, self.seat = msg.match, msg.seat
                 self.rules = rules_from_dict(msg.rules)
-            elif isinstance(msg, m.GameStart):
-                self.game = msg.game
-                await self.place(link)
-            elif isinstance(msg, m.Firing) and msg.first == self.seat:
-                await self.fire(link)
             elif isinstance(msg, m.VerdictMsg):
                 self.told.append((msg.game, msg.n, msg.verdict))
                 self.told_at.append(time.monotonic())
                 self.verdicts += 1
-                if msg.next == self.seat:
-                    await self.fire(link)
-            elif isinstance(msg, m.ShotLost) and msg.next == self.seat:
-                await self.fire(link)
-            elif isinstance(msg, m.ShotCalled) and self.mode == "blind" and msg.seat != self.seat:
-                await self.answer(link, msg.n, msg.seat, msg.cells)
-            elif isinstance(msg, m.RevealNow) and self.mode == "blind":
-                assert self.committed is not None
-                await self.reveal(link)
-            elif isinstance(msg, m.Snapshot):
-                await self.resume(link, msg.view)
             elif isinstance(msg, m.GameOver):
                 self.outcomes.append(msg.outcome)
-            elif isinstance(msg, m.MatchOver) or (isinstance(msg, m.Ok) and msg.ref == _PROBE):
-                self.over = True
-            elif isinstance(msg, m.Error) and msg.ref is None and "aborted" in msg.msg:
-                self.told_aborted += 1
-                if self.leave_aborted:
-                    raise Aborted(msg.msg)
-            elif isinstance(msg, m.Error) and msg.ref != _PROBE:
-                self.refused[msg.msg] = self.refused.get(msg.msg, 0) + 1
-                if msg.ref == self.seq and msg.code == ErrorCode.ALREADY_FIRED:
-                    # A move the player never saw acknowledged stood after all (a crash cut its
-                    # verdict): fire elsewhere. Any other refusal is waited out: firing again
-                    # into a phase that refuses it only repeats the refusal.
-                    await self.fire(link)
+            elif isinstance(msg, m.Ok):
+                if msg.ref == _PROBE:
+                    self.over = True  # its match ended while it was away
+                continue
+            elif isinstance(msg, m.Error):
+                await self._refused(link, msg)
+                continue
             elif isinstance(msg, m.Redirect):
                 raise Moved(msg)
+            core = self.core
+            if core is not None and getattr(msg, "match", None) == core.id:
+                core.epoch, core.lean = link.epoch, link.lean
+                await self._carry(link, core.receive(msg, time.monotonic()))
+            if isinstance(msg, m.MatchOver):
+                self.over = True
+
+    async def _refused(self, link: _Link, msg: m.Error) -> None:
+        if msg.ref is None and "aborted" in msg.msg:
+            self.told_aborted += 1
+            if self.leave_aborted:
+                raise Aborted(msg.msg)
+        elif msg.ref != _PROBE:
+            self.refused[msg.msg] = self.refused.get(msg.msg, 0) + 1
+            if msg.ref == self.seq and msg.code == ErrorCode.ALREADY_FIRED:
+                # A move the player never saw acknowledged stood after all (a crash cut its
+                # verdict): fire elsewhere. Any other refusal is waited out: firing again
+                # into a phase that refuses it only repeats the refusal.
+                await self.fire(link)
 
     async def _next(self, link: _Link) -> Any:
         """The next message that is not a ping (pings are answered here); :class:`_Gone` after
@@ -254,25 +268,6 @@ class Player:
                     return msg
                 await link.send(m.Pong(msg.n))
         raise _Gone
-
-    async def resume(self, link: _Link, view: dict[str, Any]) -> None:
-        """Carry on from a snapshot: what the player owes, or its turn."""
-        assert self.rules is not None
-        self.game = view["game"]
-        self.fired = {i for i, _ in view["boards"][1 - self.seat]["fired"]}
-        if view["phase"] == "setup" and not view["committed"][self.seat]:
-            await self.place(link)
-        p = view["pending"]
-        if view["phase"] == "answer" and p["seat"] != self.seat and self.mode == "blind":
-            await self.answer(link, p["n"], p["seat"], p["cells"])
-        elif view["phase"] == "firing" and view["turn"] == self.seat:
-            await self.fire(link)
-        elif view["phase"] == "reveal" and self.mode == "blind" and self.committed is not None:
-            await self.reveal(link)
-
-    async def reveal(self, link: _Link) -> None:
-        assert self.committed is not None
-        await link.send(m.RevealMsg(self.match, self.game, self.committed.reveal().to_dict()))
 
 
 class Server:
