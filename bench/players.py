@@ -409,7 +409,8 @@ class _Player(_Shooter):
                 self._act_at(-math.inf)
             return
         if isinstance(msg, m.Start):
-            self.core = Seat(msg.match, self.key, lean=not run.scenario.echo, checking=False)
+            lean = not run.scenario.echo
+            self.core = Seat(msg.match, self.key, lean=lean, checking=False, quiet=True)
             self.core.bend = _no_cosign
         core = self.core
         if core is None or isinstance(msg, m.Ok):
@@ -511,7 +512,7 @@ class _BarePlayer(_Shooter):
         self.stream: trio.SocketStream | None = None
         self.sock: DirectSocket | None = None
         sc = run.scenario
-        self.core = Seat(match, _BARE_KEY, lean=not sc.echo, checking=False)
+        self.core = Seat(match, _BARE_KEY, lean=not sc.echo, checking=False, quiet=True)
         # The match as a referee would begin it: seat, rules, one game, whoever fires first.
         self.core.receive(m.Start(match, seat, run.rules.to_dict(), sc.mode, ("", "")))
         self.core.receive(m.GameStart(match, 1, 0))

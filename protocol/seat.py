@@ -152,12 +152,17 @@ class Seat:
         *,
         lean: bool = False,
         checking: bool = True,
+        quiet: bool = False,
     ) -> None:
         self.id = match_id
         #: Whether the seat keeps a mirror and checks the record before co-signing. Only a
         #: load generator, which trusts its own server, turns this off: it then plays from what
         #: the verdicts say, as after a gap, and co-signs what it is given.
         self.checking = checking
+        #: With ``checking`` off and single shots, tell the player only whose turn it is: no
+        #: verdict is parsed and no ``ShotResult``/``IncomingShot`` made (a load generator's
+        #: seat, where they cost 5 µs a verdict that nothing reads).
+        self.quiet = quiet and not checking
         self.key = key
         self.player = player
         #: Whether the connection agreed ``lean`` (4.2); the shell keeps it current.
@@ -570,17 +575,22 @@ class Seat:
             if g.phase is Phase.OVER:
                 return  # it ended the game (a tampered proof): game_over says so
             self._own_answer_at = len(g.transcript)
-        else:
+        elif not self.quiet:
             self._unmirrored(shot.seat, shot.cells, verdict)
         self._applied = (game, shot.n)
         self._answered = max(self._answered, shot.n)
-        self._emit(IncomingShot(game, shot.n, shot.cells, shot.radar, verdict))
+        if not self.quiet:
+            self._emit(IncomingShot(game, shot.n, shot.cells, shot.radar, verdict))
         self._maybe_turn(nxt)
 
     def _on_verdict(self, msg: m.VerdictMsg) -> None:
         assert self.rules is not None
+        if self.quiet and self.rules.shots is ShotMode.SINGLE:
+            self._on_verdict_quietly(msg)
+            return
         if msg.seat != self.seat:
-            self._ack(m.Answer)  # the verdict relayed is ours: our answer arrived
+            if self._unacked:
+                self._ack(m.Answer)  # the verdict relayed is ours: our answer arrived
             self._answered = max(self._answered, msg.n)
             if (msg.game, msg.n) == self._applied:
                 # A copy of the verdict we gave and applied ourselves (lean: a session resumed
@@ -616,6 +626,21 @@ class Seat:
             self._emit(ShotResult(msg.game, msg.n, cells, msg.radar, v, crossed))
         else:
             self._emit(IncomingShot(msg.game, msg.n, cells, msg.radar, v))
+        self._maybe_turn(msg.next)
+
+    def _on_verdict_quietly(self, msg: m.VerdictMsg) -> None:
+        """:meth:`_on_verdict` for a quiet seat: the bookkeeping, and whose turn it is."""
+        if msg.seat != self.seat:
+            if self._unacked:
+                self._ack(m.Answer)
+            if (msg.game, msg.n) == self._applied:
+                self._answered = max(self._answered, msg.n)
+                return
+        else:
+            self._moves.clear()
+            if self.clock is not None and self.clock.kind == "shot":
+                self.clock = None
+        self._answered = max(self._answered, msg.n)
         self._maybe_turn(msg.next)
 
     def _on_shot_lost(self, msg: m.ShotLost) -> None:
