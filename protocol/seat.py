@@ -585,9 +585,6 @@ class Seat:
 
     def _on_verdict(self, msg: m.VerdictMsg) -> None:
         assert self.rules is not None
-        if self.quiet and self.rules.shots is ShotMode.SINGLE:
-            self._on_verdict_quietly(msg)
-            return
         if msg.seat != self.seat:
             if self._unacked:
                 self._ack(m.Answer)  # the verdict relayed is ours: our answer arrived
@@ -601,6 +598,9 @@ class Seat:
             self._answered = max(self._answered, msg.n)
             if self.clock is not None and self.clock.kind == "shot":
                 self.clock = None  # lean: no ``shot`` came to stop it
+        if self.quiet and self.rules.shots is ShotMode.SINGLE:
+            self._maybe_turn(msg.next)  # whose turn is all a quiet seat tells: nothing to parse
+            return
         cells = _cells(msg.cells, self.rules)
         try:
             v = Verdict.from_dict(msg.verdict)
@@ -626,21 +626,6 @@ class Seat:
             self._emit(ShotResult(msg.game, msg.n, cells, msg.radar, v, crossed))
         else:
             self._emit(IncomingShot(msg.game, msg.n, cells, msg.radar, v))
-        self._maybe_turn(msg.next)
-
-    def _on_verdict_quietly(self, msg: m.VerdictMsg) -> None:
-        """:meth:`_on_verdict` for a quiet seat: the bookkeeping, and whose turn it is."""
-        if msg.seat != self.seat:
-            if self._unacked:
-                self._ack(m.Answer)
-            if (msg.game, msg.n) == self._applied:
-                self._answered = max(self._answered, msg.n)
-                return
-        else:
-            self._moves.clear()
-            if self.clock is not None and self.clock.kind == "shot":
-                self.clock = None
-        self._answered = max(self._answered, msg.n)
         self._maybe_turn(msg.next)
 
     def _on_shot_lost(self, msg: m.ShotLost) -> None:
