@@ -38,6 +38,9 @@ from . import refusals  # noqa: F401
 from . import resume  # noqa: F401
 from . import teams  # noqa: F401
 from . import lean  # noqa: F401
+from . import bounds  # noqa: F401
+from . import records  # noqa: F401
+from . import seeds  # noqa: F401
 
 # isort: on
 from .command import conformance
