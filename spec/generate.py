@@ -39,6 +39,7 @@ from seabattle.protocol import messages, session
 from seabattle.protocol.canonical import canonical_pack
 from seabattle.protocol.codec import encode_frame
 from seabattle.protocol.commit import (
+    COMMITMENT_VERSION,
     PROTOCOL_VERSION,
     Committed,
     _salt,
@@ -385,10 +386,13 @@ def commit_example() -> str:
     """A worked commitment: context, salts, leaves, root, for a fixed fleet and secret."""
     rules: RuleSet = PRESETS["classic"]
     fleet = _example_fleet()
+    # The map hashed into the context carries the commitment format's version, which stayed 1
+    # when the protocol became version 2 (spec 10.2): print exactly the bytes that are hashed.
     ctx_body = canonical_pack(
-        {"v": PROTOCOL_VERSION, "match": _EX_MATCH, "game": 1, "seat": 0, "rules": rules.digest()}
+        {"v": COMMITMENT_VERSION, "match": _EX_MATCH, "game": 1, "seat": 0, "rules": rules.digest()}
     )
     ctx = context(_EX_MATCH, 1, 0, rules)
+    assert hashlib.sha256(b"seabattle/v1/ctx\x00" + ctx_body).digest() == ctx
     c = Committed(rules, fleet, _EX_SECRET, _EX_MATCH, 1, 0)
     salt0 = _salt(_EX_SECRET, b"cell", 0)
     ssalt0 = _salt(_EX_SECRET, b"ship", 0)
