@@ -11,7 +11,14 @@ from .fleet import Fleet, IllegalFleet, Placement, random_fleet
 from .game import Deadline, EndReason, Game, Outcome, Phase
 from .grid import Cell, parse_cell
 from .match import Match
-from .record import build_record, dump_record, load_record, record_head, verify_record
+from .record import (
+    build_record,
+    dump_record,
+    load_record,
+    record_head,
+    verify_bytes,
+    verify_record,
+)
 from .rules import PRESETS, BadRules, RuleSet, preset, rules_from_dict
 from .session import Connection, Role
 from .verdict import Defender, Result, Shot, Verdict
@@ -55,5 +62,6 @@ __all__ = [
     "random_fleet",
     "record_head",
     "rules_from_dict",
+    "verify_bytes",
     "verify_record",
 ]

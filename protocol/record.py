@@ -15,7 +15,8 @@ Theory of operation (``spec/protocol.md`` section "Records"):
 
   The outcome in a record carries its machine-readable ``reason`` only: ``detail`` is ``""``,
   since its prose is this implementation's and another could not sign the same head (the prose
-  travels unsigned, in ``game_over``). Version 1 records kept the prose; they still verify.
+  travels unsigned, in ``game_over``). Version 1 records kept the prose, and their ``commit``
+  entries carry no seat signature; a verifier reads them only when asked to (below).
 
   Keys are raw 32-byte Ed25519 public keys; ``referee`` is ``None`` in peer play. The transcript is
   the list of inputs the referee's :class:`~.game.Game` accepted, in order, in their wire form: the
@@ -27,14 +28,24 @@ Theory of operation (``spec/protocol.md`` section "Records"):
   referee MUST sign and the players MAY co-sign the same head, so that a referee that published an
   altered transcript lacks their signatures; in peer play both seats MUST sign.
 
-* :func:`verify_record` needs nothing but the signed record. It checks the signatures, then replays
-  every transcript through a fresh :class:`~.match.Match` (so who fires first is checked too) and
-  compares the recorded first player, roots, outcomes and match result with what the replay says.
-  The signatures say who vouches for the record; the replay says whether what they vouch for is
-  true. A referee that signs a false outcome is caught by anyone holding the record.
+* :func:`verify_record` needs nothing but the signed record. It checks the shape (the form of a
+  ``commit`` entry follows ``v``: version 2 with its seat signature ``sig``, version 1 without;
+  a mix is malformed), the signatures, then replays every transcript through a fresh
+  :class:`~.match.Match` (so who fires first is checked too) and compares the recorded first
+  player, roots, outcomes and match result with what the replay says. The signatures say who
+  vouches for the record; the replay says whether what they vouch for is true. A referee that
+  signs a false outcome is caught by anyone holding the record. :func:`verify_bytes` does the
+  same from the record's bytes, which must be its canonical encoding.
+
+  A version-1 record is refused (``old_version``) unless the caller accepts version 1: its seats
+  are bound to no key, and its ``v`` is signed by the referee alone, so a referee could rewrite a
+  version-2 record as version 1 with the players swapped. Accepted, it is reported with its
+  seats unbound. The report's reason is the first problem in the order of
+  :data:`~.verify.REASONS`, whatever order the checks found them in.
 
 Building, signing, packing and loading live here; verification lives in :mod:`.verify`, whose
-:func:`verify_record`, :class:`VerifyReport` and :class:`GameSummary` this module re-exports.
+:func:`verify_record`, :func:`verify_bytes`, :class:`VerifyReport` and :class:`GameSummary` this
+module re-exports.
 """
 
 from __future__ import annotations
@@ -69,11 +80,13 @@ __all__ = [
     "sign_as",
     "sign_record",
     "signed_outcome",
+    "verify_bytes",
     "verify_record",
 ]
 
 RECORD_VERSION = 2
-"""The record format this code writes (``v``); :func:`verify_record` reads version 1 too."""
+"""The record format this code writes (``v``); :func:`verify_record` reads version 1 only when
+asked to (``accept_v1``)."""
 ROLES = ("referee", "seat0", "seat1")
 _HEAD_PREFIX = b"seabattle/v1/record\x00"
 
@@ -365,7 +378,9 @@ def _no_ext(code: int, data: bytes) -> Any:
 def load_record(data: bytes) -> dict[str, Any]:
     """Decode a signed record from msgpack; raises :class:`RecordError` if it cannot be one.
 
-    Only the encoding is checked here; :func:`verify_record` judges the content.
+    Only that the bytes decode is checked here, not that they are canonical:
+    :func:`verify_bytes` judges both the encoding and the content, :func:`verify_record` the
+    content.
     """
     try:
         value = msgpack.unpackb(data, raw=False, strict_map_key=True, ext_hook=_no_ext)
@@ -380,4 +395,4 @@ def load_record(data: bytes) -> dict[str, Any]:
 
 # Re-exported last: .verify imports RecordError, record_head and the packing from this module,
 # which must be complete by then.
-from .verify import GameSummary, VerifyReport, verify_record  # noqa: E402
+from .verify import GameSummary, VerifyReport, verify_bytes, verify_record  # noqa: E402

@@ -1,9 +1,21 @@
-"""Verifying a signed match record from itself alone: :func:`verify_record` and its report.
+"""Verifying a signed match record from itself alone: :func:`verify_record`, :func:`verify_bytes`
+and their report.
 
 The record format, its head and its signatures are :mod:`.record`'s, with the theory of operation
 (``spec/protocol.md`` section "Records"); :mod:`.record` re-exports what is defined here. The
-verifier checks the shape, then the signatures, then replays every transcript through a fresh
-:class:`~.match.Match` and compares what the record claims with what the replay says.
+verifier checks the shape (the form of each ``commit`` entry follows the record's version), then
+the signatures, then replays every transcript through a fresh :class:`~.match.Match` and compares
+what the record claims with what the replay says. :func:`verify_bytes` judges a record as it
+arrives (a file, ``match_over.record``, ``get_record``): bytes that are not the canonical
+encoding of what they decode to are ``malformed`` before anything else is looked at.
+
+A version-1 record binds no seat to a key (spec 10.10), and its version is signed by the referee
+alone: a referee can rewrite a version-2 record as version 1 with the seats swapped. So version 1
+is refused (``old_version``) unless the caller asks for it (``accept_v1``), and the report then
+says the seats are unbound (:attr:`VerifyReport.seats_bound`).
+
+The report's ``reason`` is the first problem in the order of :data:`REASONS`, whatever order the
+checks found them in: every implementation names the same reason for the same record.
 """
 
 from __future__ import annotations
@@ -25,23 +37,33 @@ from .record import (
     RecordError,
     _is_canonical,
     _pack,
+    dump_record,
+    load_record,
     record_head,
     signed_outcome,
 )
 from .rules import BadRules, RuleSet, rules_from_dict
 
-__all__ = ["REASONS", "GameSummary", "VerifyReport", "verify_record"]
+__all__ = ["REASONS", "GameSummary", "VerifyReport", "verify_bytes", "verify_record"]
 
 #: The record versions this verifier reads (``v``): version 1 kept the outcome's prose ``detail``
-#: in the head, version 2 leaves it out (``spec/protocol.md`` 11.1).
+#: in the head and has no seat signatures; version 2 leaves the prose out and signs each seat's
+#: commitment (``spec/protocol.md`` 11.1, 10.10). Version 1 is read only when asked for.
 VERSIONS = (1, RECORD_VERSION)
 
-#: Why a record fails verification: the slug that starts each problem, in the order the checks
-#: run (``spec/protocol.md`` 11.3 is generated from this). The slugs are normative; the text after
+#: Why a record fails verification: the slug that starts each problem, by rank: a report's
+#: ``reason`` is its first problem in this order, whatever order the checks found them in
+#: (``spec/protocol.md`` 11.3 is generated from this). The slugs are normative; the text after
 #: the colon is not.
 REASONS: dict[str, str] = {
     "malformed": "The signed record does not have the shape of 11.1 and 11.2 (key sets, `v`, "
-    "sizes of ids, keys and signatures, roles), or has no canonical encoding.",
+    "sizes of ids, keys and signatures, roles, a `commit` entry in its version's form: with a "
+    "64-byte `sig` in version 2, without one in version 1), or has no canonical encoding, or "
+    "its bytes are not the canonical encoding of what they decode to.",
+    "old_version": "A version-1 record (revision 2 and before): its seats are bound to no key "
+    "(10.10), and its version is signed by the referee alone, so it cannot be told from a "
+    "version-2 record rewritten with its seats swapped. Refused unless the verifier was asked "
+    "to accept version 1, which it then reports with its seats unbound.",
     "missing_signature": "A required signature is absent: the referee's in refereed play, both "
     "seats' in peer play.",
     "wrong_key": "A signature is by another key than the record names for its role (or is a "
@@ -54,9 +76,9 @@ REASONS: dict[str, str] = {
     "transcript_invalid": "A game's transcript does not replay: an entry the game refuses, an "
     "entry not in the form the game logs, a game numbered out of order, or a game after one that "
     "did not end.",
-    "seat_unbound": "A version-2 record's commitment is not signed by the key the record names "
-    "for its seat (spec 10.10): whoever played that seat, the record cannot say it was this "
-    "player.",
+    "seat_unbound": "A version-2 record's `commit` entry has a `sig` that does not verify under "
+    "the key the record names for its seat (10.10): whoever played that seat, the record cannot "
+    "say it was this player.",
     "first_mismatch": "A game's recorded `first` differs from the replay's.",
     "roots_mismatch": "A game's recorded `roots` differ from the committed ones.",
     "outcome_mismatch": "A game's recorded outcome differs from the replay's (version 2: winner "
@@ -67,6 +89,11 @@ REASONS: dict[str, str] = {
 _RECORD_KEYS = frozenset({"v", "match", "rules", "players", "referee", "games", "result"})
 _GAME_KEYS = frozenset({"number", "first", "transcript", "roots", "outcome"})
 _SIG_KEYS = frozenset({"key", "sig", "role"})
+_RANK = {slug: i for i, slug in enumerate(REASONS)}
+
+
+def _rank(problem: str) -> int:
+    return _RANK.get(problem.partition(":")[0], len(_RANK))
 
 
 @dataclass(slots=True)
@@ -96,9 +123,12 @@ class GameSummary:
 class VerifyReport:
     """The verdict on a signed record.
 
-    ``reason`` is the first problem found (empty when ``ok``); it starts with a stable slug, one
-    of :data:`REASONS`. ``problems`` lists every problem found, in the order found: the checks of
-    :data:`REASONS` in turn, and within the replay, entry by entry.
+    ``reason`` is the first of ``problems`` (empty when ``ok``); it starts with a stable slug, one
+    of :data:`REASONS`. ``problems`` lists every problem found, by the rank of its slug in
+    :data:`REASONS` (spec 11.3), and within a rank in the order found (within the replay, entry
+    by entry). ``seats_bound`` says whether the record binds each seat to its player's key with
+    seat signatures (spec 10.10): true for a version-2 record, false for a version-1 record (read
+    only when asked for) and for a record too malformed to say.
     """
 
     ok: bool
@@ -106,6 +136,7 @@ class VerifyReport:
     problems: list[str] = field(default_factory=list)
     games: list[GameSummary] = field(default_factory=list)
     signatures: list[dict[str, Any]] = field(default_factory=list)
+    seats_bound: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """Plain form for ``--json`` reports (keys as hex)."""
@@ -115,6 +146,7 @@ class VerifyReport:
             "problems": list(self.problems),
             "games": [g.to_dict() for g in self.games],
             "signatures": [dict(s) for s in self.signatures],
+            "seats_bound": self.seats_bound,
         }
 
 
@@ -162,6 +194,7 @@ def _check_shape(signed: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
             isinstance(e, dict) for e in g["transcript"]
         ):
             raise RecordError(f"game {i}: the transcript is a list of maps")
+        _check_commit_forms(g["transcript"], rec["v"], i)
     if not isinstance(sigs, list):
         raise RecordError("sigs is a list")
     roles: set[str] = set()
@@ -176,6 +209,22 @@ def _check_shape(signed: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
             raise RecordError(f"two signatures for role {s['role']}")
         roles.add(s["role"])
     return rec, sigs
+
+
+def _check_commit_forms(transcript: list[dict[str, Any]], version: int, game: int) -> None:
+    """The version decides the form of a ``commit`` entry (spec 11.1): version 2 carries the seat
+    signature, version 1 has none. A mix is no record of either version, so it is malformed, and
+    ``seat_unbound`` is left to mean one thing: a ``sig`` that does not verify."""
+    for j, e in enumerate(transcript, 1):
+        if e.get("in") != "commit":
+            continue
+        sig = e.get("sig")
+        if version >= 2 and (not isinstance(sig, bytes) or len(sig) != 64):
+            raise RecordError(
+                f"game {game} entry {j}: a version-{version} commit entry carries a 64-byte sig"
+            )
+        if version < 2 and "sig" in e:
+            raise RecordError(f"game {game} entry {j}: a version-1 commit entry has no sig")
 
 
 def _check_signatures(
@@ -334,31 +383,79 @@ def _check_seat_entry(
 ) -> None:
     """A version-2 commit entry carries its player's seat signature (spec 10.10)."""
     seat = entry["seat"]
-    sig, root = entry.get("sig"), g.roots[seat]
+    sig, root = entry["sig"], g.roots[seat]  # the shape check saw a 64-byte sig
     try:
-        if sig is None or root is None:
-            raise ProtocolError(ErrorCode.BAD_SIGNATURE, "it has no seat signature")
+        if root is None:  # the game accepted the commit, so it holds its root
+            raise ProtocolError(ErrorCode.BAD_SIGNATURE, "no committed root to check it over")
         check_seat(players[seat], g.ctx[seat], root, sig)
     except ProtocolError as e:
         problems.append(f"seat_unbound: game {number} seat {seat}'s commitment: {e.detail}")
 
 
-def verify_record(signed: Any, *, referee_key: bytes | None = None) -> VerifyReport:
+def _malformed(why: str) -> VerifyReport:
+    problem = f"malformed: {why}"
+    return VerifyReport(False, problem, [problem])
+
+
+def verify_bytes(
+    data: bytes, *, referee_key: bytes | None = None, accept_v1: bool = False
+) -> VerifyReport:
+    """Verify a signed record as it was stored or sent: its msgpack bytes (spec 11.3).
+
+    Bytes that do not decode to a map are ``malformed``; so are bytes that decode but are not
+    the canonical encoding (spec 3) of what they decode to (a 16-bit header for a small map, a
+    long form of a small integer, unsorted or repeated keys): one signed record has one
+    encoding (11.2). The decoded record is then judged by :func:`verify_record` (same
+    ``referee_key`` and ``accept_v1``), so the report still lists every other problem.
+    """
+    try:
+        signed = load_record(data)
+    except RecordError as e:
+        return _malformed(e.detail)
+    try:
+        canonical = dump_record(signed) == data
+    except (TypeError, ValueError, OverflowError) as e:  # a float, a non-string key
+        return _malformed(f"no canonical encoding: {e}")
+    report = verify_record(signed, referee_key=referee_key, accept_v1=accept_v1)
+    if not canonical:
+        problem = (
+            "malformed: the bytes are not the canonical encoding (spec 3) of the signed record "
+            "they decode to"
+        )
+        report.problems.insert(0, problem)
+        report.ok, report.reason = False, problem
+    return report
+
+
+def verify_record(
+    signed: Any, *, referee_key: bytes | None = None, accept_v1: bool = False
+) -> VerifyReport:
     """Verify a signed record from itself alone: signatures, then a replay of every game.
 
     ``referee_key`` pins the referee: a record that names another referee (or none: peer play)
-    fails with ``untrusted_referee``. Never raises on bad input: every problem is named in the
-    report.
+    fails with ``untrusted_referee``. A version-1 record fails with ``old_version`` unless
+    ``accept_v1``; accepted, it is reported with ``seats_bound`` false, since nothing in it ties
+    a seat to a key. Never raises on bad input: every problem is named in the report, and its
+    ``reason`` is the first by the rank of :data:`REASONS`.
+
+    ``signed`` is the decoded map: its encoding is not judged here (see :func:`verify_bytes`).
     """
     try:
         rec, sigs = _check_shape(signed)
     except RecordError as e:
-        return VerifyReport(False, f"malformed: {e.detail}", [f"malformed: {e.detail}"])
+        return _malformed(e.detail)
     problems: list[str] = []
     try:
         signatures = _check_signatures(rec, sigs, problems)
     except (TypeError, ValueError, OverflowError) as e:  # no canonical form: cannot be signed
-        return VerifyReport(False, f"malformed: {e}", [f"malformed: {e}"])
+        return _malformed(str(e))
+    if rec["v"] < 2 and not accept_v1:
+        # The other checks still run, so that the report says everything else too.
+        problems.append(
+            "old_version: a version-1 record binds its seats to no key (spec 10.10), and a "
+            "referee can rewrite a version-2 record as one with the seats swapped; it is read "
+            "only when asked to accept version 1, with its seats unbound"
+        )
     if referee_key is not None and rec["referee"] != referee_key:
         named = "no referee" if rec["referee"] is None else f"referee {rec['referee'].hex()}"
         problems.append(f"untrusted_referee: the record names {named}, not {referee_key.hex()}")
@@ -379,10 +476,14 @@ def verify_record(signed: Any, *, referee_key: bytes | None = None) -> VerifyRep
             games.append(summary)
             if not go_on:
                 if number < len(rec["games"]):
+                    # Where game `number`'s own transcript did not replay, that problem ranks
+                    # with this one and comes first; otherwise the game stopped unfinished, and
+                    # a game after it is a failure of its own, ranked before any mismatch.
                     problems.append(
-                        f"transcript_invalid: game {number + 1} follows a game that did not end"
-                        if summary.ok
-                        else f"transcript_invalid: games after game {number} not replayed"
+                        f"transcript_invalid: games after game {number} not replayed"
+                        if summary.reason.startswith("transcript_invalid")
+                        else f"transcript_invalid: game {number + 1} follows a game that did "
+                        "not end"
                     )
                 break
         if len(games) == len(rec["games"]) and all(s.ok for s in games):
@@ -391,4 +492,12 @@ def verify_record(signed: Any, *, referee_key: bytes | None = None) -> VerifyRep
                 problems.append(
                     f"result_mismatch: recorded {rec['result']!r}, replay says {replayed!r}"
                 )
-    return VerifyReport(not problems, problems[0] if problems else "", problems, games, signatures)
+    problems.sort(key=_rank)  # stable: within a rank, the order found
+    return VerifyReport(
+        not problems,
+        problems[0] if problems else "",
+        problems,
+        games,
+        signatures,
+        seats_bound=rec["v"] >= 2,
+    )

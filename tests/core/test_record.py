@@ -43,6 +43,7 @@ from seabattle.protocol.record import (
     seal,
     sign_as,
     sign_record,
+    verify_bytes,
     verify_record,
 )
 from seabattle.protocol.rules import (
@@ -52,6 +53,7 @@ from seabattle.protocol.rules import (
     SunkReport,
     preset,
 )
+from seabattle.protocol.verify import REASONS
 
 Record = dict[str, Any]
 
@@ -270,13 +272,14 @@ def extra_game(r: Record) -> None:
         (hit_to_miss, "transcript_invalid: game 1 entry "),
         (sunk_to_hit, "outcome_mismatch: game 1 recorded winner "),
         (swap_shots, "transcript_invalid: game 1 entry "),
-        (drop_reveal, "outcome_mismatch: game 1 recorded winner "),
+        # Game 1 stops unfinished, and game 2 follows it: that ranks before the mismatch (11.3).
+        (drop_reveal, "transcript_invalid: game 2 follows a game that did not end"),
         (flip_outcome, "outcome_mismatch: game 1 recorded winner "),
         (flip_result, "result_mismatch: recorded "),
         (flip_first, "first_mismatch: game 1 recorded first seat "),
-        # Other rules are another context: the first commitment's seat signature is the first
-        # thing the replay finds false.
-        (other_rules, "seat_unbound: game 1 seat "),
+        # Other rules are another context: the first opening no longer opens its commitment (the
+        # seat signatures fail too, but transcript_invalid ranks first).
+        (other_rules, "transcript_invalid: game 1 entry "),
         (lower_case_call, "transcript_invalid: game 1 entry "),
         (extra_game, "transcript_invalid: game "),
     ],
@@ -306,8 +309,11 @@ def test_the_reason_says_what_the_replay_found(refereed: Record) -> None:
     assert "the opening is for cell" in reason_of(by_referee(record))
     record = copy.deepcopy(refereed)
     drop_reveal(record)
-    assert reason_of(by_referee(record)).endswith(
-        "replay says no outcome (the game stopped in phase reveal)"
+    reason_of(by_referee(record))
+    assert (
+        verify_record(by_referee(record))
+        .problems[1]
+        .endswith("replay says no outcome (the game stopped in phase reveal)")
     )
     record = copy.deepcopy(refereed)
     extra_game(record)
@@ -421,11 +427,24 @@ def test_prose_in_a_version_2_head_is_an_outcome_mismatch() -> None:
     assert reason_of(by_referee(record)).startswith("outcome_mismatch: game 1 ")
 
 
-def test_a_version_1_record_with_its_prose_still_verifies() -> None:
-    record = _resigned()
-    record["v"] = 1
+def _version_1(record: Record) -> Record:
+    """``record`` in the form of version 1: its outcomes' prose in the head, no seat signatures."""
+    old = copy.deepcopy(record)
+    old["v"] = 1
+    for game in old["games"]:
+        for entry in game["transcript"]:
+            if entry["in"] == "commit":
+                del entry["sig"]
+    return old
+
+
+def test_a_version_1_record_verifies_only_when_asked_with_its_seats_unbound() -> None:
+    record = _version_1(_resigned())
     record["games"][0]["outcome"]["detail"] = "seat 1 resigned"
-    assert verify_record(by_referee(record)).ok
+    assert reason_of(by_referee(record)).startswith("old_version: ")
+    report = verify_record(by_referee(record), accept_v1=True)
+    assert report.ok and not report.seats_bound
+    assert verify_record(by_referee(_resigned())).seats_bound
     record["v"] = 3
     assert reason_of(by_referee(record)).startswith("malformed: record version 3")
 
@@ -462,7 +481,130 @@ def test_a_record_whose_seat_keys_were_swapped_fails_without_co_signatures(
     stranger = copy.deepcopy(refereed)
     stranger["players"][0] = OTHER.public_key().public_bytes_raw()
     assert reason_of(by_referee(stranger)).startswith("seat_unbound: game 1 seat 0")
+    # Without the seat signatures it is no version-2 record at all (next section).
     unsigned = copy.deepcopy(refereed)
     for entry in unsigned["games"][0]["transcript"]:
         entry.pop("sig", None)
-    assert reason_of(by_referee(unsigned)).startswith("seat_unbound: ")
+    assert reason_of(by_referee(unsigned)).startswith("malformed: game 1 entry ")
+
+
+# -- revision 5: version 1 only when asked, the commit entry's form follows v, reasons by rank -----
+
+
+def _downgraded(record: Record) -> Record:
+    """What a referee holding a version-2 record can sign alone: the seats swapped, rewritten as
+    version 1 (no seat signatures to betray the swap)."""
+    old = _version_1(record)
+    old["players"] = old["players"][::-1]
+    return old
+
+
+def test_a_downgrade_that_swaps_the_seats_is_refused_even_by_the_pinned_referee(
+    refereed: Record,
+) -> None:
+    signed = by_referee(_downgraded(refereed))
+    mine = REFEREE.public_key().public_bytes_raw()
+    report = verify_record(signed, referee_key=mine)
+    assert not report.ok and report.reason.startswith("old_version: ")
+    assert report.problems == [report.reason]  # nothing else is wrong with it
+    # Accepted on request it verifies: what a version-1 record says of its seats proves nothing.
+    report = verify_record(signed, referee_key=mine, accept_v1=True)
+    assert report.ok and not report.seats_bound
+
+
+def test_a_refused_version_1_record_still_lists_its_other_problems(refereed: Record) -> None:
+    record = _downgraded(refereed)
+    flip_result(record)
+    report = verify_record(by_referee(record))
+    assert [p.split(":")[0] for p in report.problems] == ["old_version", "result_mismatch"]
+    report = verify_record(by_referee(record), accept_v1=True)
+    assert report.reason.startswith("result_mismatch: ") and not report.seats_bound
+
+
+def test_the_form_of_a_commit_entry_follows_the_version(refereed: Record) -> None:
+    # A version-1 record whose commit entries kept their seat signatures is no version-1 record.
+    mixed = copy.deepcopy(refereed)
+    mixed["v"] = 1
+    assert reason_of(by_referee(mixed)) == (
+        "malformed: game 1 entry 2: a version-1 commit entry has no sig"
+    )
+    report = verify_record(by_referee(mixed), accept_v1=True)
+    assert report.reason.startswith("malformed: ")
+    # A version-2 commit entry without its signature, or with one of another size, is malformed:
+    # seat_unbound is left to mean a signature that does not verify.
+    bare = copy.deepcopy(refereed)
+    del entries(bare, "commit", 1)[0]["sig"]
+    short = copy.deepcopy(refereed)
+    entries(short, "commit", 1)[1]["sig"] = bytes(63)
+    forged = copy.deepcopy(refereed)
+    entries(forged, "commit", 1)[1]["sig"] = bytes(64)
+    assert reason_of(by_referee(bare)).startswith("malformed: game 2 entry ")
+    assert reason_of(by_referee(short)).startswith("malformed: game 2 entry ")
+    assert reason_of(by_referee(forged)).startswith("seat_unbound: game 2 seat ")
+
+
+def test_the_reason_is_the_first_problem_in_the_registrys_order(refereed: Record) -> None:
+    # The seats swapped, every original signature kept: the referee's signature, checked first,
+    # no longer verifies, but each co-signature is now by another key than its seat names, which
+    # 11.3 orders before a signature that does not verify.
+    signed = seal(refereed, [("referee", REFEREE), ("seat0", SEAT0), ("seat1", SEAT1)])
+    swapped = {**signed, "record": {**refereed, "players": refereed["players"][::-1]}}
+    report = verify_record(swapped)
+    assert report.reason.startswith("wrong_key: the seat0 signature is by key ")
+    slugs = [p.split(":")[0] for p in report.problems]
+    assert "bad_signature" in slugs and "seat_unbound" in slugs
+    assert slugs == sorted(slugs, key=list(REASONS).index)
+    # Within a rank, the order found: seat 0 before seat 1, game by game.
+    assert [p for p in report.problems if p.startswith("wrong_key")][1].startswith(
+        "wrong_key: the seat1 signature"
+    )
+
+
+def test_bytes_verify_as_the_record_they_encode_when_canonical(refereed: Record) -> None:
+    signed = cosign(by_referee(refereed), SEAT0, "seat0")
+    mine = REFEREE.public_key().public_bytes_raw()
+    data = dump_record(signed)
+    assert verify_bytes(data).to_dict() == verify_record(signed).to_dict()
+    other = OTHER.public_key().public_bytes_raw()
+    assert verify_bytes(data, referee_key=mine).ok
+    assert verify_bytes(data, referee_key=other).reason.startswith("untrusted_referee: ")
+    old = dump_record(by_referee(_version_1(refereed)))
+    assert verify_bytes(old).reason.startswith("old_version: ")
+    assert verify_bytes(old, accept_v1=True).ok
+
+
+def _map16(data: bytes) -> bytes:
+    """``data`` (a canonical fixmap) with a 16-bit map header in its place."""
+    assert 0x80 <= data[0] <= 0x8F
+    return bytes([0xDE, 0, data[0] & 0x0F]) + data[1:]
+
+
+def test_bytes_that_are_not_canonical_are_malformed(refereed: Record) -> None:
+    signed = by_referee(refereed)
+    data = dump_record(signed)
+    not_canonical = {
+        "a map16 header for the signed record": _map16(data),
+        "a map16 header for the record inside": data[:8] + _map16(data[8:]),
+        # "v" is the record's last key, just before the signed record's "sigs"
+        "the version as a uint8": data.replace(b"\xa1v\x02\xa4sigs", b"\xa1v\xcc\x02\xa4sigs"),
+        "a repeated key": data.replace(b"\x82\xa6record", b"\x83\xa4sigs\x90\xa6record", 1),
+    }
+    assert data[1:8] == b"\xa6record"
+    for what, bad in not_canonical.items():
+        assert bad != data and load_record(bad)["record"]["v"] == 2, what
+        report = verify_bytes(bad)
+        assert report.reason == (
+            "malformed: the bytes are not the canonical encoding (spec 3) of the signed record "
+            "they decode to"
+        ), what
+        assert report.problems == [report.reason], what  # the record they decode to verifies
+    # What does not decode, or decodes to no canonical value, is malformed too.
+    for bad in (data + b"\x00", data[:-1], msgpack.packb({"record": 1.5, "sigs": []})):
+        assert verify_bytes(bad).reason.startswith("malformed: ")
+
+
+def test_non_canonical_bytes_still_list_what_else_is_wrong(refereed: Record) -> None:
+    record = copy.deepcopy(refereed)
+    flip_first(record)
+    report = verify_bytes(_map16(dump_record(by_referee(record))))
+    assert [p.split(":")[0] for p in report.problems] == ["malformed", "first_mismatch"]
