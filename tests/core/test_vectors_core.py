@@ -27,8 +27,9 @@ from seabattle.protocol.commit import (
 )
 from seabattle.protocol.errors import ErrorCode, ProtocolError
 from seabattle.protocol.fleet import Fleet
-from seabattle.protocol.record import dump_record, record_head, verify_record
+from seabattle.protocol.record import dump_record, record_head, verify_bytes, verify_record
 from seabattle.protocol.rules import rules_from_dict
+from seabattle.protocol.verify import REASONS
 
 VECTORS = Path(__file__).resolve().parents[2] / "spec" / "vectors"
 
@@ -182,6 +183,9 @@ def test_the_signed_record_verifies_with_its_head_and_bytes() -> None:
     report = verify_record(signed)
     assert report.ok, report.reason
     assert [g.to_dict() for g in report.games] == R["expected"]["games"]
+    assert report.seats_bound
+    from_bytes = verify_bytes(dump_record(signed))
+    assert from_bytes.ok and from_bytes.to_dict() == report.to_dict()
 
 
 def patched(vector: dict[str, Any]) -> dict[str, Any]:
@@ -198,14 +202,47 @@ def patched(vector: dict[str, Any]) -> dict[str, Any]:
     return {"record": record, "sigs": vector.get("sigs", R["signed"]["sigs"])}
 
 
+def encoded(vector: dict[str, Any]) -> bytes:
+    """The signed record of a variant as bytes: given whole (``bytes``), or the patched record in
+    its canonical encoding."""
+    if "bytes" in vector:
+        assert "patch" not in vector and "sigs" not in vector
+        data: bytes = vector["bytes"]
+        return data
+    return dump_record(patched(vector))
+
+
 @pytest.mark.parametrize("v", R["tampered"], ids=lambda v: v["name"])
 def test_tampered_records_fail_with_the_named_reason(v: dict[str, Any]) -> None:
-    report = verify_record(patched(v))
-    assert not report.ok
-    assert report.reason.split(":")[0] == v["reason"]  # the slug is normative, the text is not
+    # Every variant, from its bytes; a patched one also as a decoded map, which must fail alike.
+    reports = [verify_bytes(encoded(v))]
+    if "patch" in v:
+        reports.append(verify_record(patched(v)))
+    for report in reports:
+        assert not report.ok
+        assert report.reason.split(":")[0] == v["reason"]  # the slug is normative, the text not
+        # ... and the file shows this implementation's wording as it is
+        assert report.reason == v["reason_text"]
+        # The reason is the first problem in the order of the registry (spec 11.3).
+        assert report.problems[0] == report.reason
+        ranks = [list(REASONS).index(p.split(":")[0]) for p in report.problems]
+        assert ranks == sorted(ranks)
 
 
 def test_every_tampered_vector_names_a_reason_of_the_registry() -> None:
-    from seabattle.protocol.verify import REASONS
-
     assert {v["reason"] for v in R["tampered"]} <= set(REASONS)
+    for v in R["tampered"]:
+        assert ("patch" in v) != ("bytes" in v), v["name"]  # one form or the other
+
+
+def test_the_downgrade_verifies_only_once_version_1_is_accepted_seats_unbound() -> None:
+    # What makes the downgrade dangerous: accepted, it passes, with the seats swapped, pinned to
+    # the real referee; the report must then say the seats are unbound.
+    (v,) = [v for v in R["tampered"] if v["reason"] == "old_version"]
+    referee = R["keys"]["referee"]["public"]
+    report = verify_record(patched(v), referee_key=referee, accept_v1=True)
+    assert report.ok, report.problems
+    assert not report.seats_bound and report.to_dict()["seats_bound"] is False
+    assert (
+        report.to_dict() == verify_bytes(encoded(v), referee_key=referee, accept_v1=True).to_dict()
+    )
