@@ -14,14 +14,16 @@ from .common import console
 __all__ = ["verify"]
 
 
-def _verify_file(path: str, referee_key: bytes | None) -> dict[str, Any]:
-    from seabattle.protocol.record import RecordError, load_record, verify_record
+def _verify_file(path: str, referee_key: bytes | None, accept_v1: bool) -> dict[str, Any]:
+    from seabattle.protocol.record import verify_bytes
 
     try:
-        signed = load_record(Path(path).read_bytes())
-    except (OSError, RecordError) as e:
+        data = Path(path).read_bytes()
+    except OSError as e:
         return {"file": path, "ok": False, "reason": f"unreadable: {e}"}
-    report = verify_record(signed, referee_key=referee_key).to_dict()
+    # From the bytes, not a decoded map: a file that is not the record's canonical encoding is
+    # malformed (spec 11.3).
+    report = verify_bytes(data, referee_key=referee_key, accept_v1=accept_v1).to_dict()
     report["file"] = path
     return report
 
@@ -36,9 +38,7 @@ def _referee_key(given: str) -> bytes:
         return raw
     path = Path(given)
     if not path.is_file():
-        raise click.BadParameter(
-            "neither 64 hex digits nor a key file", param_hint="--referee-key"
-        )
+        raise click.BadParameter("neither 64 hex digits nor a key file", param_hint="--referee-key")
     from seabattle.common.keys import load_or_create_key
 
     return load_or_create_key(path).public_key().public_bytes_raw()
@@ -54,10 +54,18 @@ def _referee_key(given: str) -> bytes:
     help="Trust only records signed by this referee: its public key in hex (the server's --json"
     " start line prints it as server_key), or its key file.",
 )
-def verify(records: tuple[str, ...], as_json: bool, referee_key: str | None) -> None:
+@click.option(
+    "--accept-v1",
+    is_flag=True,
+    help="Also verify version-1 records (revision 2 and before). Their seats are bound to no key:"
+    " the record cannot show who played which seat, and says so.",
+)
+def verify(
+    records: tuple[str, ...], as_json: bool, referee_key: str | None, accept_v1: bool
+) -> None:
     """Verify signed match records from themselves alone; exit 0 only if all verify."""
     pinned = None if referee_key is None else _referee_key(referee_key)
-    reports = [_verify_file(p, pinned) for p in records]
+    reports = [_verify_file(p, pinned, accept_v1) for p in records]
     if as_json:
         click.echo(json.dumps(reports, indent=2, default=lambda b: b.hex()))
     else:
@@ -66,11 +74,20 @@ def verify(records: tuple[str, ...], as_json: bool, referee_key: str | None) -> 
                 games = r.get("games", [])
                 shots = sum(g["shots"] for g in games)
                 sigs = ", ".join(s["role"] for s in r.get("signatures", []) if s["ok"])
+                # A version-1 record accepted on request: what it says of the seats is unproved.
+                unbound = (
+                    "; [yellow]seats unbound[/yellow]: a version-1 record cannot show who played "
+                    "which seat"
+                    if not r["seats_bound"]
+                    else ""
+                )
                 console.print(
                     f"[green]OK[/green]   {r['file']}: {len(games)} game(s), {shots} shots, "
-                    f"signed by {sigs}"
+                    f"signed by {sigs}{unbound}",
+                    soft_wrap=True,
                 )
             else:
-                console.print(f"[red]FAIL[/red] {r['file']}: {r['reason']}")
+                hint = " (--accept-v1 reads it)" if r["reason"].startswith("old_version") else ""
+                console.print(f"[red]FAIL[/red] {r['file']}: {r['reason']}{hint}", soft_wrap=True)
     if not all(r["ok"] for r in reports):
         sys.exit(1)

@@ -1,7 +1,8 @@
 """``seabattle show``: a signed match record replayed move by move, in the terminal or as a page.
 
 Theory of operation. :func:`replay_record` first judges the record with
-:func:`~seabattle.protocol.record.verify_record` (signatures and the full replay), then drives the
+:func:`~seabattle.protocol.record.verify_bytes` (its encoding, signatures and the full replay; the
+decoded map alone with :func:`~seabattle.protocol.record.verify_record`), then drives the
 game engine itself through the transcript once more, one entry at a time, to see the boards after
 every move: the same :class:`~seabattle.protocol.match.Match`, :func:`~seabattle.protocol.inputs.
 input_from_entry` and :meth:`~seabattle.protocol.game.Game.feed` the verifier uses, so the boards
@@ -41,7 +42,7 @@ from seabattle.protocol.inputs import (
     input_from_entry,
 )
 from seabattle.protocol.match import Match
-from seabattle.protocol.record import RecordError, load_record, verify_record
+from seabattle.protocol.record import RecordError, load_record, verify_bytes, verify_record
 from seabattle.protocol.rules import BadRules, RuleSet, rules_from_dict
 from seabattle.protocol.verdict import Result, Shot, Verdict
 
@@ -133,21 +134,32 @@ class Replay:
 
 def load(path: str) -> dict[str, Any]:
     """The signed record in file ``path``; raises :class:`ShowError` naming what is wrong."""
+    return _decode(path, _read(path))
+
+
+def _read(path: str) -> bytes:
     try:
-        return load_record(Path(path).read_bytes())
+        return Path(path).read_bytes()
     except OSError as e:
         raise ShowError(f"{path}: {e.strerror or e}") from None
+
+
+def _decode(path: str, data: bytes) -> dict[str, Any]:
+    try:
+        return load_record(data)
     except RecordError as e:
         raise ShowError(f"{path}: {e.detail}") from None
 
 
-def replay_record(signed: Any) -> Replay:
+def replay_record(signed: Any, *, data: bytes | None = None) -> Replay:
     """Verify ``signed`` and replay it step by step (see the module docstring).
 
+    ``data``: the bytes ``signed`` was decoded from, when it came as bytes (a file), which are
+    then judged too: bytes that are not its canonical encoding are malformed (spec 11.3).
     A record that fails verification is still replayed as far as its transcript goes, with the
     verifier's reason; one that has no shape of a record raises :class:`ShowError`.
     """
-    report = verify_record(signed)
+    report = verify_record(signed) if data is None else verify_bytes(data)
     if report.reason.startswith("malformed"):
         raise ShowError(report.reason)
     rec = signed["record"]
@@ -384,7 +396,8 @@ def show(record: str, html_out: str | None, boards: bool, as_json: bool) -> None
     Exits 0 when the record verifies, 1 when it does not (it is still shown as far as it goes).
     """
     try:
-        rp = replay_record(load(record))
+        data = _read(record)
+        rp = replay_record(_decode(record, data), data=data)
     except ShowError as e:
         console.print(f"[red]error[/red]: {e}", highlight=False, soft_wrap=True)
         sys.exit(1)

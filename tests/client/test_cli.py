@@ -204,3 +204,58 @@ def test_verify_pins_the_referee_key(tmp_path: Path) -> None:
     assert r.exit_code == 1 and "untrusted_referee" in r.output
     r = CliRunner().invoke(main, ["verify", "--referee-key", "not-a-key", str(path)])
     assert r.exit_code == 2 and "--referee-key" in r.output
+
+
+def _downgraded_file(tmp_path: Path) -> tuple[Path, str]:
+    """A refereed record rewritten as version 1 with its seats swapped and signed by its referee
+    alone (spec 11.3, old_version), and that referee's key in hex."""
+    from seabattle.protocol.record import build_record, seal
+
+    record = build_record(match_of(BEST_OF_3, 5), PLAYERS, REFEREE.public_key())
+    record["v"], record["players"] = 1, record["players"][::-1]
+    for game in record["games"]:
+        for entry in game["transcript"]:
+            entry.pop("sig", None)
+    path = tmp_path / "downgraded.sbr"
+    path.write_bytes(dump_record(seal(record, [("referee", REFEREE)])))
+    return path, REFEREE.public_key().public_bytes_raw().hex()
+
+
+def test_verify_refuses_a_version_1_record_in_one_line_unless_asked(tmp_path: Path) -> None:
+    path, mine = _downgraded_file(tmp_path)
+    r = run("verify", "--referee-key", mine, str(path))
+    assert r.exit_code == 1
+    (line,) = r.output.splitlines()
+    assert line.startswith(f"FAIL {path}: old_version: ") and line.endswith(
+        "(--accept-v1 reads it)"
+    )
+    r = run("verify", "--referee-key", mine, "--accept-v1", str(path))
+    assert r.exit_code == 0, r.output
+    (line,) = r.output.splitlines()
+    assert line.startswith(f"OK   {path}: ") and "seats unbound" in line
+    reports = json.loads(run("verify", "--json", "--accept-v1", str(path)).output)
+    assert reports[0]["ok"] is True and reports[0]["seats_bound"] is False
+
+
+def test_verify_says_nothing_of_seats_for_a_version_2_record(
+    tmp_path: Path, signed: dict[str, Any]
+) -> None:
+    good = tmp_path / "good.sbr"
+    good.write_bytes(dump_record(signed))
+    for args in ([], ["--accept-v1"]):
+        r = run("verify", *args, str(good))
+        assert r.exit_code == 0 and "unbound" not in r.output
+    assert json.loads(run("verify", "--json", str(good)).output)[0]["seats_bound"] is True
+
+
+def test_verify_and_show_refuse_a_record_file_that_is_not_canonical(
+    tmp_path: Path, signed: dict[str, Any]
+) -> None:
+    data = dump_record(signed)
+    assert data[0] == 0x82  # {record, sigs}: a fixmap, canonically
+    path = tmp_path / "map16.sbr"
+    path.write_bytes(b"\xde\x00\x02" + data[1:])
+    r = run("verify", str(path))
+    assert r.exit_code == 1 and "malformed: the bytes are not the canonical encoding" in r.output
+    r = run("show", str(path))
+    assert r.exit_code == 1 and "malformed: the bytes are not the canonical encoding" in r.output
