@@ -59,8 +59,10 @@ def check_record(
     ``seen`` is what we were shown of each game; ``key`` our public key, which the record must
     put on our ``seat`` (in team play, ``member``: our place on our seat's team).
 
-    It must be canonical bytes whose head is ``msg.head``, name this match and our key on our
-    seat, replay (signatures aside: the referee's is not sent), and hold every game we saw:
+    It must be canonical bytes (spec 11.3: other bytes are malformed, whatever they decode to)
+    whose head is ``msg.head``, verify as 11.3 says with the referee's signature aside (it is not
+    sent): a version-2 record, since version 1 binds no seat to a key, whose replay holds; name
+    this match and our key on our seat, and hold every game we saw:
     each game's entries as our mirror entered them, in place (``set_first`` aside, whose place
     11.1 fixes, and commit signatures, which ``firing`` does not relay), then at most the one
     entry no other message shows (an ``expire``, ``resign`` or ``abandon``) when the game ended
@@ -78,8 +80,14 @@ def check_record(
         canonical = pack_record(rec) == msg.record
     except (ValueError, TypeError, ProtocolError) as e:
         return f"the record in match_over does not decode: {e}"
-    if not canonical or head_of_bytes(msg.record) != msg.head:
+    # Never a co-signature over bytes that are not canonical: whatever head they give, it is not
+    # the head a verifier computes from the record they decode to.
+    if not canonical:
+        return "the record in match_over is not canonically encoded (spec 3, 11.3: malformed)"
+    if head_of_bytes(msg.record) != msg.head:
         return "match_over's head is not the head of the record it carries"
+    # A version-1 record is refused here (old_version): a referee of version 2 writes none, and
+    # its seats would be bound by nothing but co-signatures.
     report = verify_record({"record": rec, "sigs": []})
     problems = [p for p in report.problems if not p.startswith("missing_signature")]
     if problems:

@@ -28,10 +28,11 @@ from seabattle.client.api import (
     connect,
 )
 from seabattle.protocol import messages as m
-from seabattle.protocol.canonical import canonical
+from seabattle.protocol.canonical import canonical, canonical_pack
 from seabattle.protocol.fleet import random_fleet
 from seabattle.protocol.grid import Cell
-from seabattle.protocol.record import verify_record
+from seabattle.protocol.match import Match
+from seabattle.protocol.record import load_record, verify_record
 from seabattle.protocol.referee import Referee
 from seabattle.protocol.rules import rules_from_dict
 from seabattle.server import records
@@ -236,3 +237,60 @@ def test_shot_verdict_and_shot_lost_carry_what_their_transcript_entries_hold() -
     shots = [x for x in out if isinstance(x, m.ShotCalled)]
     assert [(v.n, v.member) for v in verdicts] == [(x.n, x.member) for x in shots]
     assert {x.member for x in shots} == {0, 1} and any(isinstance(x, m.ShotLost) for x in told)
+
+
+def _map16(packed: bytes) -> bytes:
+    """A record's canonical bytes (a fixmap of its 7 or 8 keys) with a 16-bit map header."""
+    assert 0x80 <= packed[0] <= 0x8F
+    return bytes([0xDE, 0, packed[0] & 0x0F]) + packed[1:]
+
+
+@pytest.mark.parametrize("head", ["of the bytes sent", "of the record"])
+async def test_a_record_that_is_not_canonically_encoded_is_not_cosigned(
+    server: tuple[str, int],
+    autojump_clock: trio.testing.MockClock,
+    monkeypatch: pytest.MonkeyPatch,
+    head: str,
+) -> None:
+    # The server sends (and stores) the right record in another encoding, with match_over.head
+    # the head of those bytes, or the true head: either way no player co-signs (spec 11.3, 5.5).
+    honest_pack, honest_head = records.pack_built, records.head_of_bytes
+    monkeypatch.setattr(records, "pack_built", lambda record: _map16(honest_pack(record)))
+    if head == "of the record":
+        monkeypatch.setattr(
+            records, "head_of_bytes", lambda data: honest_head(canonical_pack(load_record(data)))
+        )
+    first, other, signed = await _play(server, "custody")
+    # What the bytes decode to is the honest record; signed over the head of the bytes sent, it
+    # carries a signature no verifier can check, as a co-signature of that head would be.
+    report = verify_record(signed)
+    assert report.ok if head == "of the record" else report.reason.startswith("bad_signature")
+    for s in (first, other):
+        assert s.h.disputed is not None and "not canonically encoded" in s.h.disputed
+    assert _roles(signed) == ["referee"]
+
+
+async def test_a_version_1_record_is_not_cosigned(
+    server: tuple[str, int], autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The server sends the true record as version 1 (the outcomes' prose in the head, no seat
+    # signatures): it verifies only for a verifier asked to accept version 1, which a player
+    # about to co-sign is not (spec 11.3, old_version).
+    honest = records.build_record
+
+    def build(match: Match, *args: Any, **kw: Any) -> dict[str, Any]:
+        record = honest(match, *args, **kw)
+        record["v"] = 1
+        for g, gd in zip(match.games, record["games"], strict=True):
+            assert g.outcome is not None
+            gd["outcome"] = g.outcome.to_dict()
+            for entry in gd["transcript"]:
+                entry.pop("sig", None)
+        return canonical(record)
+
+    monkeypatch.setattr(records, "build_record", build)
+    first, other, signed = await _play(server, "custody")
+    assert verify_record(signed, accept_v1=True).ok
+    for s in (first, other):
+        assert s.h.disputed is not None and "old_version" in s.h.disputed
+    assert _roles(signed) == ["referee"]
