@@ -214,7 +214,7 @@ async def _heartbeat(stage: Stage, t: Trace) -> None:
     auth = await r.expect(m.Auth)
     assert isinstance(auth, m.Auth)
     await r.send(m.Authed(auth.key.hex(), secrets.token_bytes(24)))
-    await r.alive(1 << 40)  # any integer: beyond 32 bits too
+    await r.alive(2**32 - 1)  # the largest n 2.4 allows: a uint32, the full width
 
 
 @client_case(
@@ -260,7 +260,7 @@ async def _match(
     "c5.6-game",
     "5.6 Message flow",
     "A whole honest match, co-signed",
-    "A client MUST check what it can [...] A player that found no fault SHOULD send `cosign`",
+    "A client MUST check what it can [...] a player that found no fault SHOULD send `cosign`",
     "a legal game (no refusals), the client's proofs and reveal hold, ids and seqs unique, and "
     "one cosign of the record head",
 )
@@ -490,3 +490,67 @@ def _record_lie(game: RefereedMatch) -> Lie:
 )
 async def _record_altered(stage: Stage, t: Trace) -> None:
     await _lie_case(stage, t, _record_lie)
+
+
+# -- 11 records: what a client must not co-sign ----------------------------------------------------
+
+
+def _map16(packed: bytes) -> bytes:
+    """``packed``, a map's canonical bytes (a fixmap header), with a 16-bit map header instead."""
+    return bytes([0xDE, 0, packed[0] & 0x0F]) + packed[1:]
+
+
+def _non_canonical_record(game: RefereedMatch) -> Lie:
+    def lie(msg: m.Message) -> m.Message:
+        # The true record in another encoding of the same map, with match_over.head the head of
+        # the bytes sent: a client that hashes them finds the head right, so only the canonical
+        # check (re-encoding the decoded record gives other bytes) catches it.
+        if not isinstance(msg, m.MatchOver) or not 0x80 <= msg.record[0] <= 0x8F:
+            return msg
+        record = _map16(msg.record)
+        return replace(msg, head=head_of_bytes(record), record=record)
+
+    return lie
+
+
+@client_case(
+    "c11.2-record-not-canonical",
+    "11.2 The head and the signed record",
+    "match_over carries the true record, not canonically encoded, with the head of its bytes",
+    "bytes that decode to a record or a signed record but are not its canonical encoding are "
+    "malformed (11.3), whatever they decode to, and a player never co-signs a head over them",
+    "no cosign after match_over",
+)
+async def _record_not_canonical(stage: Stage, t: Trace) -> None:
+    await _lie_case(stage, t, _non_canonical_record)
+
+
+def _version_1_record(game: RefereedMatch) -> Lie:
+    def lie(msg: m.Message) -> m.Message:
+        # The true record rewritten as version 1 (the seats left where they are, so that only
+        # its version gives it away): no seat signatures, each outcome with its prose, as
+        # version 1 signed it; its head recomputed.
+        if not isinstance(msg, m.MatchOver) or game.ref is None:
+            return msg
+        record = load_record(msg.record)
+        record["v"] = 1
+        for g, gd in zip(game.ref.match.games, record["games"], strict=True):
+            if g.outcome is not None:
+                gd["outcome"] = g.outcome.to_dict()
+            for entry in gd["transcript"]:
+                entry.pop("sig", None)
+        packed = pack_record(record)
+        return replace(msg, head=head_of_bytes(packed), record=packed)
+
+    return lie
+
+
+@client_case(
+    "c11.3-record-version-1",
+    "11.3 Verifying a record",
+    "match_over carries the true record rewritten as version 1",
+    "refuse a version-1 record (`old_version`) unless it was explicitly asked to accept version 1",
+    "no cosign after match_over: a record whose seats no signature binds is not co-signed",
+)
+async def _record_version_1(stage: Stage, t: Trace) -> None:
+    await _lie_case(stage, t, _version_1_record)
