@@ -10,7 +10,7 @@ replays and its head is the one announced.
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -18,17 +18,20 @@ import trio
 import trio.testing
 from helpers import place_msg, player_id, quick_pair
 from seabattle.client.api import (
+    Client,
     GameEnded,
     Info,
     LieDetected,
     MatchEnded,
     MatchEvent,
     MatchHandle,
+    RequestFailed,
     YourTurn,
     connect,
 )
 from seabattle.protocol import messages as m
 from seabattle.protocol.canonical import canonical, canonical_pack
+from seabattle.protocol.errors import ErrorCode
 from seabattle.protocol.fleet import random_fleet
 from seabattle.protocol.grid import Cell
 from seabattle.protocol.match import Match
@@ -66,10 +69,19 @@ class Seat:
                 return ev
 
 
-async def _play(server: tuple[str, int], mode: str) -> tuple[Seat, Seat, dict[str, Any]]:
+Fetch = Callable[[Client, MatchHandle], Awaitable[dict[str, Any]]]
+
+
+async def _get_record(client: Client, h: MatchHandle) -> dict[str, Any]:
+    return await client.get_record(h.id)
+
+
+async def _play(
+    server: tuple[str, int], mode: str, fetch: Fetch = _get_record
+) -> tuple[Seat, Seat, dict[str, Any]]:
     """The first mover lets its clock run out; then each calls cells in turn until the first
     mover calls B1 again (wasted), and the other resigns. Returns the first mover, the other,
-    and the stored signed record once both have handled ``match_over``."""
+    and the stored signed record (as ``fetch`` gets it) once both have handled ``match_over``."""
     host, port = server
     async with connect(host, port, name="a") as a, connect(host, port, name="b") as b:
         ha, hb = await quick_pair(a, b, RULES, mode)
@@ -92,7 +104,7 @@ async def _play(server: tuple[str, int], mode: str) -> tuple[Seat, Seat, dict[st
             await s.until(GameEnded)
             await s.until(MatchEnded)
         # Each client co-signed (or not) while handling match_over, before this request.
-        signed = await a.get_record(ha.id)
+        signed = await fetch(a, ha)
         return first, other, signed
 
 
@@ -260,7 +272,18 @@ async def test_a_record_that_is_not_canonically_encoded_is_not_cosigned(
         monkeypatch.setattr(
             records, "head_of_bytes", lambda data: honest_head(canonical_pack(load_record(data)))
         )
-    first, other, signed = await _play(server, "custody")
+
+    async def fetch(client: Client, h: MatchHandle) -> dict[str, Any]:
+        # The client's get_record refuses bytes that are not canonical (spec 6.2); what they
+        # decode to is read here from the raw answer, to see who signed.
+        with pytest.raises(RequestFailed) as refused:
+            await client.get_record(h.id)
+        assert refused.value.code == ErrorCode.RECORD_INVALID
+        assert "not canonically encoded" in refused.value.msg
+        data = await client._request(lambda i: m.GetRecord(i, h.id))
+        return load_record(data["record"])
+
+    first, other, signed = await _play(server, "custody", fetch)
     # What the bytes decode to is the honest record; signed over the head of the bytes sent, it
     # carries a signature no verifier can check, as a co-signature of that head would be.
     report = verify_record(signed)
