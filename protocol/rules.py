@@ -38,6 +38,7 @@ __all__ = [
     "ShipSpec",
     "ShotMode",
     "SunkReport",
+    "descends_from",
     "preset",
     "rules_from_dict",
 ]
@@ -265,6 +266,20 @@ class RuleSet:
         """Number of ship cells in a fleet (17 classic, 20 russian, 18 six-ship)."""
         return sum(s.length for s in self.fleet)
 
+    @property
+    def lineage(self) -> str | None:
+        """The preset this rule set descends from, by its name (spec 7.3 decision 19): ``P`` for
+        a name that is ``P`` or begins ``P+`` (``sea-battle+custom``), else ``None``."""
+        return descends_from(self.name)
+
+    @property
+    def reveals_cross(self) -> bool:
+        """Whether a custody referee sends each player the other seat's reveal at the end of a
+        game (spec 7.3 decision 19): always, except under 004's "nothing else crosses between
+        you" (a rule set descending from ``sea-battle``). In blind mode both reveals always
+        cross: they are the proof each player checks."""
+        return self.lineage not in _PRIVATE_AT_END
+
     def keeps_turn(self, hit: bool) -> bool:
         """Whether a single shot that ``hit`` (a ship cell) gives its shooter the next shot too
         (8.4); a radar scan and a salvo always pass the turn."""
@@ -280,7 +295,7 @@ class RuleSet:
         custom = self.name == "custom" or self.name.endswith("+custom")
         keep = MAX_RULES_NAME - len("+custom")  # a long name loses its end, never the mark
         changes.setdefault("name", self.name if custom else f"{self.name[:keep]}+custom")
-        return dataclasses.replace(self, **changes)
+        return dataclasses.replace(self, **_coupled(self, changes))
 
     # -- wire form -------------------------------------------------------------------------------
 
@@ -326,6 +341,38 @@ class RuleSet:
 
 _FITS: dict[tuple[int, int, bool, tuple[int, ...]], bool] = {}
 
+#: Presets whose seed shows a badge whenever its house rule applies (003: "In the game a badge
+#: next to the turn indicator shows that the house rule applies"): over them ``hit_again`` and
+#: ``hit_again_shown`` are one switch (spec 7.3 decision 18).
+_BADGED = frozenset({"six-ship"})
+#: Presets whose seed lets nothing cross between the players but what their shots found (004:
+#: "Nothing else crosses between you"): a custody referee sends no player the other's reveal
+#: (spec 7.3 decision 19).
+_PRIVATE_AT_END = frozenset({"sea-battle"})
+
+
+def descends_from(name: str) -> str | None:
+    """The preset a rule set named ``name`` descends from: ``P`` when ``name`` is ``P`` or begins
+    ``P+`` (the mark :meth:`RuleSet.replace` and :func:`rules_from_dict` add), else ``None``."""
+    head = name.split("+", 1)[0]
+    return head if head in PRESETS else None
+
+
+def _coupled(base: RuleSet, changes: dict[str, Any]) -> dict[str, Any]:
+    """``changes`` over ``base`` with the preset's coupling: over a rule set descending from a
+    badged preset (003's ``six-ship``), setting ``hit_again`` and not ``hit_again_shown`` sets
+    the badge alike, so that switching the house rule on shows it and switching it off removes
+    it (spec 7.3 decision 18). A ``hit_again_shown`` given is kept as given."""
+    if (
+        "hit_again" in changes
+        and "hit_again_shown" not in changes
+        and base.lineage in _BADGED
+        and isinstance(changes["hit_again"], bool)  # a wrong type is refused as it stands
+    ):
+        return {**changes, "hit_again_shown": changes["hit_again"]}
+    return changes
+
+
 _ENUMS: dict[str, type[StrEnum]] = {
     "shots": ShotMode,
     "salvo_report": SalvoReport,
@@ -351,7 +398,8 @@ def rules_from_dict(d: Any, base: RuleSet | None = None) -> RuleSet:
     """Build a rule set from its map form; keys absent from ``d`` come from ``base``.
 
     ``base`` defaults to a preset named by ``d["preset"]`` if given, else to ``classic``. Unknown
-    keys are refused, so that a typo never silently plays other rules.
+    keys are refused, so that a typo never silently plays other rules. Over ``six-ship``,
+    ``hit_again`` given alone sets ``hit_again_shown`` alike (spec 7.3 decision 18).
     """
     if not isinstance(d, dict):
         raise BadRules("rules must be a map")
@@ -429,7 +477,7 @@ def rules_from_dict(d: Any, base: RuleSet | None = None) -> RuleSet:
             raise BadRules(f"unknown rule option {key!r}")
     if "name" not in kw:
         kw["name"] = base.name if not d else f"{base.name}+custom"
-    return dataclasses.replace(base, **kw)
+    return dataclasses.replace(base, **_coupled(base, kw))
 
 
 _CLASSIC_FLEET = (

@@ -98,6 +98,36 @@ def test_003_house_rule_shoots_again_and_is_shown() -> None:
         preset("six-ship").replace(hit_again_shown=True)
 
 
+def test_003_house_rule_is_one_switch_with_its_badge() -> None:
+    """7.3 decision 18: switching the house rule on in six-ship shows the badge (003: "a badge
+    next to the turn indicator shows that the house rule applies"), and off removes it."""
+    on = rules_from_dict({"preset": "six-ship", "hit_again": True})
+    assert on.hit_again and on.hit_again_shown and on.name == "six-ship+custom"
+    assert preset("six-ship").replace(hit_again=True) == on
+    off = rules_from_dict({"hit_again": False}, base=on)
+    assert not off.hit_again and not off.hit_again_shown  # not refused: the badge went with it
+    # Given on its own, the badge is kept as given; the full form always gives both.
+    quiet = rules_from_dict({"preset": "six-ship", "hit_again": True, "hit_again_shown": False})
+    assert quiet.hit_again and not quiet.hit_again_shown
+    assert rules_from_dict(quiet.to_dict()) == quiet
+    # No other preset couples them: 000's shooting again is its rule, 002's variant has no badge.
+    assert not rules_from_dict({"preset": "classic", "hit_again": True}).hit_again_shown
+    assert not rules_from_dict({"preset": "russian", "hit_again": True}).hit_again_shown
+    # A wrong type is refused as it stands, not coupled into another error.
+    with pytest.raises(BadRules, match="hit_again has the wrong type"):
+        rules_from_dict({"preset": "six-ship", "hit_again": 1})
+
+
+def test_a_rule_set_descends_from_the_preset_its_name_begins_with() -> None:
+    assert preset("sea-battle").lineage == "sea-battle"
+    assert rules_from_dict({"preset": "sea-battle", "rows": 8}).lineage == "sea-battle"
+    assert rules_from_dict({"preset": "classic-8x8", "radar": True}).lineage == "classic-8x8"
+    assert rules_from_dict({"preset": "classic", "name": "sea battle"}).lineage is None
+    assert RuleSet(fleet=preset("classic").fleet).lineage is None  # "custom"
+    # 7.3 decision 19: only 004's keeps a custody reveal from the other player.
+    assert [n for n, r in PRESETS.items() if not r.reveals_cross] == ["sea-battle"]
+
+
 def test_unknown_preset_lists_the_presets() -> None:
     with pytest.raises(BadRules, match="classic, russian"):
         preset("salvo")
