@@ -668,6 +668,12 @@ class Referee:
         elif type(msg) is m.VerdictMsg and mover & _SESSIONS[1 - msg.seat] and self.mode == "blind":
             self._put_leaving_out(ALL, msg, mover)  # 5.7 item 2: the verdict on its answer
             return
+        elif type(msg) is m.Revealed and self.mode == "custody" and not self.rules.reveals_cross:
+            # 004: "Nothing else crosses between you". The referee checked both fleets and
+            # answered for both, so no reveal need cross: each player is sent its own seat's
+            # alone (7.3 decision 19); spectators see both, as the record holds both.
+            self._put(seat_bit(msg.seat) | SPECTATORS | LEAN_SPECTATORS, msg)
+            return
         self._put(ALL, msg)
 
     def _put_leaving_out(self, to: int, msg: m.Message, sessions: int) -> None:

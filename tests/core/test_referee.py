@@ -242,6 +242,42 @@ def test_custody_answers_and_reveals_for_the_players() -> None:
     assert all(r is not None for r in g.reveals)
 
 
+def _revealed_to(seen: Audiences, who: int) -> set[int]:
+    return {x.seat for x in seen.msgs[who] if isinstance(x, m.Revealed)}
+
+
+@pytest.mark.parametrize("mode", ["blind", "custody"])
+@pytest.mark.parametrize(
+    "rules",
+    [
+        preset("sea-battle"),
+        rules_from_dict({"preset": "sea-battle", "rows": 6, "cols": 6}),  # sea-battle+custom
+        RUSSIAN,
+        CLASSIC,
+    ],
+    ids=lambda r: r.name,
+)
+def test_only_004_in_custody_keeps_each_fleet_from_the_other_player(
+    rules: RuleSet, mode: str
+) -> None:
+    """7.3 decision 19: a custody referee under 004's rule sends each player its own reveal only
+    (spectators both); in blind mode, and under every other rule set, both cross."""
+    rng = random.Random(8)
+    for _ in range(20):  # a match that ends in a resignation has no reveal: play until one does
+        ref, seen = play(rules, mode, rng)
+        g = ref.game
+        assert g is not None and g.outcome is not None
+        if g.outcome.reason.value == "fleet_sunk":
+            break
+    else:
+        pytest.fail("no game ended at the reveal")
+    private = mode == "custody" and rules.lineage == "sea-battle"
+    assert _revealed_to(seen, SEAT0) == ({0} if private else {0, 1})
+    assert _revealed_to(seen, SEAT1) == ({1} if private else {0, 1})
+    assert _revealed_to(seen, SPECTATORS) == {0, 1}
+    assert all(r is not None for r in g.reveals)  # the record keeps both (11.1)
+
+
 def test_a_wrong_trust_mode_message_is_refused_and_changes_nothing() -> None:
     rng = random.Random(4)
     ref = _custody(CLASSIC)
@@ -378,6 +414,38 @@ def test_the_referee_names_each_caller_and_refuses_the_others() -> None:
     # The caller rotates within each team, a turn each (classic: no hit again).
     assert [k for s, k in called if s == first] == [0, 1, 0, 1]
     assert [k for s, k in called if s != first] == [0, 1, 0, 1]
+
+
+def test_every_shot_to_call_has_its_turn_even_the_same_callers_next() -> None:
+    """6.8: a member calls when a ``turn`` names it; a hit under ``hit_again`` keeps the caller,
+    and the next shot still has its ``turn``. A refused call sends none."""
+    rules = CLASSIC.replace(team_size=2, hit_again=True)
+    ref = Referee(
+        match_id=MID, rules=rules, mode="custody", players=PLAYERS, lot=bytes(32), teams=TEAM_IDS
+    )
+    ref.start(0.0)
+    rng = random.Random(5)
+    fleets = [random_fleet(rules, rng) for _ in (0, 1)]
+    for seat in (0, 1):
+        fleet = tuple(fleets[seat].to_list())
+        msg = place_msg(MID, 1, fleet, bytes(32), seat, rules, "ab"[seat])
+        ref.receive(seat, msg, 0.0, member=0)
+    g = ref.game
+    assert g is not None and g.turn is not None
+    s = g.turn
+    ship = next(iter(fleets[1 - s].ship_cells(rules)))[0].label()
+    hit = ref.receive(s, m.Fire(MID, 1, (ship,), 0, 1), 0.0, member=0)
+    assert g.turn == s  # a hit shoots again
+    assert _turns(hit) == [(s, 0)]  # the same caller, told again
+    with pytest.raises(Refused):
+        ref.receive(s, m.Fire(MID, 1, (ship,), 0, 2), 0.0, member=0)  # fired at already
+    water = next(
+        Cell(*divmod(i, rules.cols)).label()
+        for i in range(rules.cells)
+        if not fleets[1 - s].occupancy(rules)[i]
+    )
+    miss = ref.receive(s, m.Fire(MID, 1, (water,), 0, 3), 0.0, member=0)
+    assert _turns(miss) == [(1 - s, 0)]
 
 
 def test_a_member_away_is_skipped_and_a_team_is_away_only_when_all_are() -> None:
