@@ -1,10 +1,12 @@
-"""Every message of protocol v1 as a frozen, validated type.
+"""Every message of the protocol as a frozen, validated type.
 
 A message on the wire is a msgpack map whose ``"t"`` key is the message's tag; its other keys are
 exactly the fields of the class registered for that tag (``spec/protocol.md`` section "Messages"
 holds the same table; a test checks that the two agree). :func:`decode` turns a decoded map into a
 message, refusing an unknown tag (``UNKNOWN_TAG``), a missing or extra key, or a value of the wrong
-type (``BAD_MESSAGE``): an invalid message cannot exist. :func:`encode` is its inverse.
+type (``BAD_MESSAGE``): an invalid message cannot exist. A rule that ties two fields together
+(:data:`EXACTLY_ONE`) is checked after every field's own, by the message where
+:data:`ONE_OF_CHECKED` says so, else by its receiver. :func:`encode` is its inverse.
 
 Field types are checked exactly: a boolean is not an integer, a list is not a map. Byte strings and
 text have length limits. Cells are strings in seed notation (``"E5"``).
@@ -26,9 +28,12 @@ from .errors import ErrorCode, RemoteProtocolError
 
 __all__ = [
     "DEFAULT_INT_RANGE",
+    "EXACTLY_ONE",
     "INT_RANGES",
     "MAX_SAFE_INT",
+    "MAX_UINT32",
     "MESSAGES",
+    "ONE_OF_CHECKED",
     "Dir",
     "Message",
     "decode",
@@ -45,17 +50,22 @@ MAX_LIST = 4096
 """Most elements of an array in a message."""
 
 MAX_SAFE_INT = 2**53 - 1
-"""The largest integer any message field holds: every double-precision float (a JavaScript
-``number``) represents 0..2**53-1 exactly, and a value a lossy decoder rounds up still fails."""
+"""The largest integer a double-precision float (a JavaScript ``number``) represents exactly; the
+vectors write a larger one as text (spec 15)."""
+
+MAX_UINT32 = 2**32 - 1
+"""The largest integer any message field holds (spec 2.4): the largest a ``uint32`` carries, so
+that a general-purpose msgpack library never needs a 64-bit integer, which the npm ones write as a
+float (refused, D4), nor a decoder a big integer for a valid value."""
 
 #: Field name (or ``"tag.field"``, which wins) -> the inclusive range of its integers
 #: (spec 2.4). An integer outside it is refused with BAD_MESSAGE. A field named nowhere here
 #: takes :data:`DEFAULT_INT_RANGE`; array items take the range of their field.
 INT_RANGES: dict[str, tuple[int, int]] = {
-    "id": (0, MAX_SAFE_INT),
-    "seq": (0, MAX_SAFE_INT),
-    "ref": (0, MAX_SAFE_INT),
-    "n": (0, MAX_SAFE_INT),
+    "id": (0, MAX_UINT32),
+    "seq": (0, MAX_UINT32),
+    "ref": (0, MAX_UINT32),
+    "n": (0, MAX_UINT32),
     "seat": (0, 1),
     "first": (0, 1),
     "next": (0, 1),
@@ -68,7 +78,21 @@ INT_RANGES: dict[str, tuple[int, int]] = {
     "seconds": (0, 2**31 - 1),
     "grace": (0, 2**31 - 1),
 }
-DEFAULT_INT_RANGE = (0, MAX_SAFE_INT)
+DEFAULT_INT_RANGE = (0, MAX_UINT32)
+
+
+#: Tag -> two of its fields of which exactly one holds a value and the other nil (spec 2.4): the
+#: rules that tie fields together, which no field's own check can see.
+EXACTLY_ONE: dict[str, tuple[str, str]] = {
+    "join": ("match", "invite"),
+    "coin": ("hash", "nonce"),
+}
+
+ONE_OF_CHECKED = frozenset({"coin"})
+"""The tags whose :data:`EXACTLY_ONE` rule the message itself checks, built or decoded
+(``BAD_MESSAGE``; refused on receipt with ``ref: nil``). ``join``'s is the server's, as a
+request's (spec 5.3), so that its refusal names the request (``ref: id``): a ``join`` breaking it
+is a message all the same, and so a test can send one."""
 
 
 def int_range(tag: str, name: str) -> tuple[int, int]:
@@ -877,3 +901,11 @@ class Coin(Message):
     game: int
     hash: bytes | None
     nonce: bytes | None
+
+    def __post_init__(self) -> None:
+        """The fields' checks, then exactly one of ``hash`` and ``nonce`` (spec 2.4)."""
+        Message.__post_init__(self)  # not super(): slots=True makes a new class (bpo-46404)
+        if (self.hash is None) == (self.nonce is None):
+            raise RemoteProtocolError(
+                ErrorCode.BAD_MESSAGE, "coin: exactly one of hash and nonce is not nil"
+            )

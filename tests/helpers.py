@@ -543,19 +543,22 @@ def fields(cls: type[m.Message]) -> dict[str, Any]:
 
 def wire_of(cls: type[m.Message]) -> dict[str, Any]:
     """A valid wire map of a ``cls`` message, every field a :func:`sample` (its integers moved
-    into the field's range)."""
+    into the field's range), but the second of two fields of which exactly one holds a value
+    (``m.EXACTLY_ONE``, spec 2.4), which is nil."""
 
     def clamp(v: Any, lo: int, hi: int) -> Any:
         if isinstance(v, list):
             return [clamp(x, lo, hi) for x in v]
         return min(max(v, lo), hi) if type(v) is int else v
 
-    return {
+    wire = {
         "t": cls.TAG,
         **{
             name: clamp(sample(tp), *m.int_range(cls.TAG, name)) for name, tp in fields(cls).items()
         },
     }
+    pair = m.EXACTLY_ONE.get(cls.TAG)
+    return wire if pair is None else wire | {pair[1]: None}
 
 
 async def quick_pair(

@@ -229,10 +229,17 @@ def _reference(cls: type[m.Message], args: dict[str, Any]) -> list[Any]:
     """The values a message of ``cls`` built from ``args`` holds, by the reference rules, in
     field order; the first field refused raises (a server's bin is bounded by the frame alone)."""
     max_bytes = None if cls.DIR is m.Dir.S2C else m.MAX_BYTES
-    return [
+    held = [
         _reference_check(args[name], tp, f"{cls.TAG}.{name}", max_bytes, m.int_range(cls.TAG, name))
         for name, tp in fields(cls).items()
     ]
+    if cls.TAG in m.ONE_OF_CHECKED:  # then, exactly one of two fields is not nil (spec 2.4)
+        a, b = m.EXACTLY_ONE[cls.TAG]
+        if (args[a] is None) == (args[b] is None):
+            raise RemoteProtocolError(
+                ErrorCode.BAD_MESSAGE, f"{cls.TAG}: exactly one of {a} and {b} is not nil"
+            )
+    return held
 
 
 def _held(msg: m.Message) -> list[Any]:

@@ -7,7 +7,7 @@ from enum import IntEnum
 from typing import Any
 
 import pytest
-from helpers import fields, wire_of
+from helpers import fields, sample, wire_of
 from seabattle.protocol import messages as m
 from seabattle.protocol.errors import ErrorCode, RemoteProtocolError
 
@@ -29,9 +29,33 @@ def test_every_message_round_trips(tag: str) -> None:
 @pytest.mark.parametrize("tag", sorted(m.MESSAGES))
 def test_every_optional_field_takes_nil(tag: str) -> None:
     cls = m.MESSAGES[tag]
+    pair = m.EXACTLY_ONE.get(tag, ())
     for name, tp in fields(cls).items():
         if type(None) in typing.get_args(tp):
-            assert getattr(m.decode({**wire_of(cls), name: None}), name) is None
+            wire = {**wire_of(cls), name: None}
+            if name in pair:  # the other one of the two then holds a value
+                other = pair[1] if name == pair[0] else pair[0]
+                wire[other] = sample(fields(cls)[other])
+            assert getattr(m.decode(wire), name) is None
+
+
+def test_a_coin_holds_exactly_one_of_hash_and_nonce() -> None:
+    # Spec 2.4: a rule tying two fields is shape, refused by the message itself.
+    h = bytes(32)
+    assert m.Coin(MID, 1, h, None).hash == h and m.Coin(MID, 1, None, h).nonce == h
+    for hash_, nonce in ((h, h), (None, None)):
+        refused({**wire_of(m.Coin), "hash": hash_, "nonce": nonce}, "exactly one of hash and nonce")
+        with pytest.raises(RemoteProtocolError):
+            m.Coin(MID, 1, hash_, nonce)
+    # A field of the wrong type is reported as such, not as the pair.
+    refused({**wire_of(m.Coin), "hash": "x", "nonce": None}, "coin.hash: wrong type")
+
+
+def test_a_join_naming_both_or_neither_is_still_a_message() -> None:
+    # Spec 5.3: the server refuses it as a request, so that the error names it (ref: id).
+    assert m.decode({**wire_of(m.Join), "match": None, "invite": None}).id == 7  # type: ignore[attr-defined]
+    both = m.decode({**wire_of(m.Join), "match": MID, "invite": "ABC"})
+    assert both.match == MID and both.invite == "ABC"  # type: ignore[attr-defined]
 
 
 def refused(d: dict[str, Any], where: str) -> None:
@@ -89,10 +113,13 @@ def test_missing_and_extra_keys_are_named() -> None:
 
 
 def test_integers_outside_their_fields_range_are_refused() -> None:
-    # Spec 2.4: no field exceeds 2**53-1, so a JavaScript number carries every valid value.
-    top = m.MAX_SAFE_INT
+    # Spec 2.4: no field exceeds 2**32-1, so every msgpack library carries every valid value
+    # as an integer (the npm ones write 2**32 and more as a float).
+    top = m.MAX_UINT32
+    assert top == 2**32 - 1
     assert m.decode({**wire_of(m.Fire), "seq": top}).seq == top  # type: ignore[attr-defined]
-    refused({**wire_of(m.Fire), "seq": top + 1}, "fire.seq: integer outside 0..")
+    refused({**wire_of(m.Fire), "seq": top + 1}, "fire.seq: integer outside 0..4294967295")
+    refused({**wire_of(m.Create), "id": 2**53 - 1}, "create.id: integer outside 0..4294967295")
     refused({**wire_of(m.Ping), "n": 2**64 - 1}, "ping.n: integer outside 0..")
     refused({**wire_of(m.Create), "id": -1}, "create.id: integer outside 0..")
     refused({**wire_of(m.Committed), "seat": 2}, "committed.seat: integer outside 0..1")
