@@ -471,7 +471,7 @@ def _cddl_type(tp: Any, tag: str, name: str, s2c: bool) -> str:
         bool: "bool",
         str: _CDDL_TEXT,
         dict: "any-map",
-        Any: "any",
+        Any: "value",
     }
     found = names.get(origin or tp)
     if found is None:
@@ -502,7 +502,13 @@ def messages_cddl() -> str:
         "; any order. Any refusal by this schema is BAD_MESSAGE, except a `t` naming no message,",
         "; which is UNKNOWN_TAG; a message the receiver may not get (`to-server`, `to-client`)",
         "; is UNEXPECTED_MESSAGE. The handshake states (section 4.1) and what the values mean",
-        "; (sections 5 to 11) are not expressed here.",
+        "; (sections 5 to 11) are not expressed here, nor the order in which a receiver checks",
+        "; (section 2.5), which decides the code of a message wrong in several ways.",
+        ";",
+        "; What this schema does not say (section 15): a length limit on text counts code points,",
+        "; not the UTF-8 bytes .size counts; nesting is at most 8 deep (section 2.3); the fixed",
+        "; sizes of ids, keys and signatures are checked by the receiver rule that uses them, with",
+        "; its own code (a 15-byte match id names no match: NO_SUCH_MATCH), not here.",
         "",
         "message = to-server / to-client",
         "",
@@ -518,17 +524,28 @@ def messages_cddl() -> str:
         f"{_CDDL_BIN_C2S} = bstr .size (0..{messages.MAX_BYTES})   ; in what a client may send",
         f"{_CDDL_BIN_S2C} = bstr   ; in a message only a server sends: the frame limit bounds it",
         "; A map field's contents are defined by the section that names it; every key at any",
-        "; depth is a str (section 2.3).",
-        "any-map = { * tstr => any }",
+        "; depth is a str, and no value is a float or an extension type (section 2.3).",
+        "any-map = { * tstr => value }",
+        "value = nil / bool / int / tstr / bstr / [* value] / any-map",
     ]
     for tag, cls in messages.MESSAGES.items():
         s2c = cls.DIR is messages.Dir.S2C
         about = f"{tag}: {_DIR_LABEL[cls.DIR]}. " + _first_line(cls.__doc__).replace("\\|", "|")
         out += ["", *textwrap.wrap(about, 98, initial_indent="; ", subsequent_indent="; ")]
+        pair = messages.EXACTLY_ONE.get(tag)
+        if pair is not None:
+            where = "2.4" if tag in messages.ONE_OF_CHECKED else "5.3, after the session's checks"
+            out.append(f"; Exactly one of {pair[0]} and {pair[1]} is not nil (section {where}).")
         out.append(f"{_cddl_rule(tag)} = {{")
         out.append(f'  t: "{tag}",')
+        hints = dict(_fields(cls))
         for name, tp in _fields(cls):
-            out.append(f"  {name}: {_cddl_type(tp, tag, name, s2c)},")
+            if pair is None or name not in pair:
+                out.append(f"  {name}: {_cddl_type(tp, tag, name, s2c)},")
+            elif name == pair[0]:
+                a, b = pair
+                ta, tb = (_cddl_type(_base(hints[k]), tag, k, s2c) for k in pair)
+                out.append(f"  ({a}: {ta}, {b}: nil // {a}: nil, {b}: {tb}),")
         out.append("}")
     return "\n".join(out) + "\n"
 
@@ -698,10 +715,13 @@ class _Vectors:
         at: dict[str, str],
         case: str,
         field: str | None = None,
+        defects: list[str] | None = None,
     ) -> None:
         tag = body.get("t")
         v: dict[str, Any] = {"name": name, "tag": tag if tag in messages.MESSAGES else None}
         v |= {"case": case, "field": field, "receiver": at}
+        if defects is not None:
+            v["defects"] = defects
         if case == "too_long":  # the hex alone: the message would repeat kilobytes of it
             v["length"] = len(body[field or "t"])
         else:
@@ -712,11 +732,16 @@ class _Vectors:
     def message(self, tag: str, cls: type[messages.Message]) -> None:
         """Every vector of message ``tag``."""
         fields = _fields(cls)
-        example = {"t": tag} | {n: _example(tag, n, tp) for n, tp in fields}
+        example = _example_body(tag)
         accepted = [(r, s) for r, s in _places() if _session_code(tag, r, s) is None]
         receivers = [_place(r, s) for r, s in accepted]
         self.good(tag, example, receivers)
-        nils = [n for n, tp in fields if _nullable(tp)]
+        pair = messages.EXACTLY_ONE.get(tag, ())
+        if pair:  # the other one of the two (the example holds the first)
+            a, b = pair
+            other = example | {a: None, b: _example(tag, b, dict(fields)[b])}
+            self.good(f"{tag}: {b} in place of {a}", other, receivers)
+        nils = [n for n, tp in fields if _nullable(tp) and n not in pair]
         if nils:
             self.good(f"{tag}: nil for {', '.join(nils)}", example | dict.fromkeys(nils), receivers)
         for n, tp in fields:
@@ -747,9 +772,9 @@ class _Vectors:
             n, tp = names[0], dict(fields)[names[0]]
             if kind not in self.limits_shown and kind is not bytes:  # 128 KiB of hex, twice
                 self.limits_shown.add(kind)
-                limit = example | {n: _longest(tag, n, tp, 0)}
+                limit = _alone(tag, example | {n: _longest(tag, n, tp, 0)}, n)
                 self.good(f"{tag}: {n} at its length limit", limit, [at])
-            over = example | {n: _longest(tag, n, tp, 1)}
+            over = _alone(tag, example | {n: _longest(tag, n, tp, 1)}, n)
             self.bad(f"{tag}: {n} too long", over, bad, at, "too_long", n)
         # The session layer (2.4, 4.1): every place that refuses this otherwise valid message.
         for role, state in _places():
@@ -766,7 +791,8 @@ class _Vectors:
         if tp is Any:
             return
         base, item, bad = _base(tp), _item(tp), ErrorCode.BAD_MESSAGE
-        self.bad(f"{tag}: {n} of the wrong type", example | {n: _WRONG[base]}, bad, at, "type", n)
+        wrong = _alone(tag, example | {n: _WRONG[base]}, n)
+        self.bad(f"{tag}: {n} of the wrong type", wrong, bad, at, "type", n)
         if item not in (None, Any):
             wrong = example | {n: (_WRONG[item],)}
             self.bad(f"{tag}: an item of {n} of the wrong type", wrong, bad, at, "type", n)
@@ -781,6 +807,159 @@ class _Vectors:
 
 def _place(role: session.Role, state: session.State) -> dict[str, str]:
     return {"role": role.value, "state": state.value}
+
+
+def _example_body(tag: str) -> dict[str, Any]:
+    """The plain valid body of message ``tag`` that the vectors vary: of two fields of which
+    exactly one is not nil (``messages.EXACTLY_ONE``), the first holds a value."""
+    body = {"t": tag} | {n: _example(tag, n, tp) for n, tp in _fields(messages.MESSAGES[tag])}
+    pair = messages.EXACTLY_ONE.get(tag)
+    return body if pair is None else body | {pair[1]: None}
+
+
+def _alone(tag: str, body: dict[str, Any], name: str) -> dict[str, Any]:
+    """``body``, whose field ``name`` was given a (wrong, or long) value, with the other field
+    of its pair (``messages.EXACTLY_ONE``) nil: so that the value is the vector's one defect."""
+    pair = messages.EXACTLY_ONE.get(tag)
+    if pair is None or name not in pair or body[name] is None:
+        return body
+    other = pair[1] if name == pair[0] else pair[0]
+    return body | {other: None}
+
+
+_SERVER_READY = (session.Role.SERVER, session.State.READY)
+
+
+def _cross_vectors(made: _Vectors) -> None:
+    """A message whose fields are each valid but break a rule tying two of them (2.4, 5.3):
+    both set and neither set, for each rule of ``messages.EXACTLY_ONE``."""
+    for tag, (a, b) in messages.EXACTLY_ONE.items():
+        example = _example_body(tag)
+        both = example | {a: _EXAMPLES[a], b: _EXAMPLES[b]}
+        # join's rule is the server's (5.3), coin's the message layer's (2.4): a server refuses
+        # both with BAD_MESSAGE, and a server may receive both messages.
+        at = _place(*_SERVER_READY)
+        bad = ErrorCode.BAD_MESSAGE
+        made.bad(f"{tag}: both {a} and {b}", both, bad, at, "cross", a)
+        made.bad(f"{tag}: neither {a} nor {b}", example | {a: None, b: None}, bad, at, "cross", a)
+
+
+#: Fixed sizes that a receiver rule checks, with that rule's code (not the message layer's):
+#: (tag, field, wrong size, role and state of the receiver, code, section).
+_SIZE_RULES: list[tuple[str, str, int, tuple[session.Role, session.State], ErrorCode, str]] = [
+    ("auth", "key", 31, (session.Role.SERVER, session.State.AUTH), ErrorCode.AUTH_FAILED, "4.3"),
+    ("auth", "key", 33, (session.Role.SERVER, session.State.AUTH), ErrorCode.AUTH_FAILED, "4.3"),
+    ("auth", "sig", 63, (session.Role.SERVER, session.State.AUTH), ErrorCode.AUTH_FAILED, "4.3"),
+    ("auth", "sig", 65, (session.Role.SERVER, session.State.AUTH), ErrorCode.AUTH_FAILED, "4.3"),
+    ("leave", "match", 15, _SERVER_READY, ErrorCode.NO_SUCH_MATCH, "5.3"),
+    ("join", "match", 17, _SERVER_READY, ErrorCode.NO_SUCH_MATCH, "5.3"),
+    ("fire", "match", 15, _SERVER_READY, ErrorCode.NO_SUCH_MATCH, "5.4"),
+]
+
+
+def _size_vectors(made: _Vectors) -> None:
+    """A value of a fixed-size field (an id, a key, a signature) of another size: a valid message,
+    refused by the receiver rule that uses the value, with that rule's code."""
+    for tag, field, size, (role, state), code, section in _SIZE_RULES:
+        body = _example_body(tag) | {field: bytes([0x5A]) * size}
+        name = f"{tag}: {field} of {size} bytes ({section})"
+        made.bad(name, body, code, _place(role, state), "size", field)
+
+
+def _order_vectors(made: _Vectors) -> None:
+    """Messages wrong in two ways: the code is that of the first check in the order of 2.5."""
+    hello, auth, ready = session.State.HELLO, session.State.AUTH, session.State.READY
+    server, client = session.Role.SERVER, session.Role.CLIENT
+    bad, unexpected = ErrorCode.BAD_MESSAGE, ErrorCode.UNEXPECTED_MESSAGE
+    ex = _example_body
+    join, coin = ex("join"), ex("coin")
+    cases: list[
+        tuple[str, dict[str, Any], str | None, session.Role, session.State, ErrorCode, list[str]]
+    ] = [
+        (
+            "welcome without guests, to a server",
+            {k: v for k, v in ex("welcome").items() if k != "guests"},
+            "guests",
+            server,
+            ready,
+            bad,
+            ["missing", "direction"],
+        ),
+        (
+            "commit with a sig of the wrong type, to a client",
+            ex("commit") | {"sig": _WRONG[bytes]},
+            "sig",
+            client,
+            ready,
+            bad,
+            ["type", "direction"],
+        ),
+        (
+            "create with an id of the wrong type, before the handshake",
+            ex("create") | {"id": _WRONG[int]},
+            "id",
+            server,
+            hello,
+            bad,
+            ["type", "state"],
+        ),
+        (
+            f"fire with seq {messages.MAX_UINT32 + 1}, before the handshake is done",
+            ex("fire") | {"seq": messages.MAX_UINT32 + 1},
+            "seq",
+            server,
+            auth,
+            bad,
+            ["range", "state"],
+        ),
+        (
+            "hello with an extra key, once the handshake is done",
+            ex("hello") | {"zz": 0},
+            "zz",
+            server,
+            ready,
+            bad,
+            ["extra", "state"],
+        ),
+        (
+            "coin with both hash and nonce, before the handshake",
+            coin | {"hash": _EXAMPLES["hash"], "nonce": _EXAMPLES["nonce"]},
+            "hash",
+            server,
+            hello,
+            bad,
+            ["cross", "state"],
+        ),
+        (
+            "welcome, to a server in state hello",
+            ex("welcome"),
+            None,
+            server,
+            hello,
+            unexpected,
+            ["direction", "state"],
+        ),
+        (
+            "join with both match and invite, before the handshake",
+            join | {"match": _EXAMPLES["match"], "invite": _EXAMPLES["invite"]},
+            "match",
+            server,
+            hello,
+            ErrorCode.HANDSHAKE_REQUIRED,
+            ["state", "cross"],
+        ),
+        (
+            "hello offering only version 1, to a server in state auth",
+            ex("hello") | {"versions": (1,)},
+            "versions",
+            server,
+            auth,
+            ErrorCode.HANDSHAKE_REQUIRED,
+            ["state", "rule"],
+        ),
+    ]
+    for name, body, field, role, state, code, defects in cases:
+        made.bad(f"order: {name}", body, code, _place(role, state), "order", field, defects)
 
 
 def message_vectors() -> dict[str, Any]:
@@ -798,6 +977,9 @@ def message_vectors() -> dict[str, Any]:
     made.bad("a tag that is a bin", {"t": b"ping", "n": 1}, bad, at, "tag")
     made.bad("an unknown tag", {"t": "nope", "n": 1}, unknown, at, "tag")
     made.bad("tags are case-sensitive", {"t": "PING", "n": 1}, unknown, at, "tag")
+    _cross_vectors(made)
+    _size_vectors(made)
+    _order_vectors(made)
     return {
         "description": _VECTORS_DESCRIPTION,
         "version": PROTOCOL_VERSION,
@@ -821,9 +1003,15 @@ _VECTORS_DESCRIPTION = (
     "message that every receiver in 'receivers' (a role and a session state, section 4.1) MUST "
     "accept as the message 'message' describes; what it then does with its values is sections "
     "5.2 to 5.5, which these vectors do not test (the values of map fields are placeholders). "
-    "An invalid vector has exactly one defect, named by 'case' (missing, extra, type, range, "
-    "too_long: the field 'field' is wrong; tag: the 't' key is; direction, state: the message "
-    "is valid but 'receiver' may not receive it in that state), and 'receiver' MUST refuse it "
+    "An invalid vector has one defect, named by 'case' (missing, extra, type, range, "
+    "too_long: the field 'field' is wrong; tag: the 't' key is; cross: 'field' and another "
+    "field break a rule that ties them (exactly one of join's match and invite, of coin's hash "
+    "and nonce, is not nil); size: 'field' is valid but not the fixed size of the id, key or "
+    "signature it holds, which the receiver's rule refuses with its own code; direction, "
+    "state: the message is valid but 'receiver' may not receive it in that state), or, for "
+    "case order, two defects, listed in 'defects' in the order in which section 2.5 checks "
+    "them (those above, and rule: a receiver rule of sections 4 to 11), the code being the "
+    "first one's. 'receiver' MUST refuse it "
     "with 'error'/'code' from the error registry and go on with the session. A too_long "
     "vector gives the 'length' of its field instead of 'message'. A bin over the limit is "
     "given only where a client receives it: it makes a frame over the 64 KiB a server accepts "
