@@ -112,7 +112,7 @@ def check_record(
             return f"game {n}: the record's outcome is not the one game_over announced"
         if shown.game is None:
             continue  # a game we missed, or whose mirror stopped on a lie: the replay checks
-        problem = _held(gd, shown)
+        problem = _held(gd, shown, seat)
         if problem is not None:
             return f"game {n}: {problem}"
     return None
@@ -167,7 +167,7 @@ def _unordered(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(entries[:k], key=lambda e: repr(e.get("seat"))) + entries[k:]
 
 
-def _held(gd: dict[str, Any], shown: Shown) -> str | None:
+def _held(gd: dict[str, Any], shown: Shown, seat: int) -> str | None:
     """What is wrong with the record's game ``gd`` against what we were shown of it, or
     ``None`` (see :func:`check_record`).
 
@@ -181,6 +181,10 @@ def _held(gd: dict[str, Any], shown: Shown) -> str | None:
     g = shown.game
     assert g is not None
     seen, got = entries(g.transcript), entries(gd["transcript"])
+    if not g.rules.reveals_cross and not any(_reveal_of(e, 1 - seat) for e in seen):
+        # 7.3 decision 19 (004): a custody referee sends no player the other seat's reveal;
+        # the record holds it, and the replay (verify_record, above) has checked it.
+        got = [e for e in got if not _reveal_of(e, 1 - seat)]
     if shown.cut is not None:
         seen = seen[: shown.cut]
     if not shown.ordered:
@@ -217,6 +221,11 @@ def _held(gd: dict[str, Any], shown: Shown) -> str | None:
     if rest and (g.phase is Phase.OVER or len(rest) > 1 or not unseen):
         return "the record holds entries we were never shown"
     return None
+
+
+def _reveal_of(entry: dict[str, Any], seat: int) -> bool:
+    """Whether ``entry`` is ``seat``'s reveal."""
+    return entry.get("in") == "reveal" and entry.get("seat") == seat
 
 
 def _false_proof(entry: dict[str, Any], shown: Shown) -> bool:
