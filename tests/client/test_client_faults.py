@@ -456,23 +456,23 @@ def test_entries_accepted_while_away_are_no_lie_when_the_snapshot_agrees() -> No
     mirror = _mirror_of(entries[:-2])
     gap = (len(kept_entries(mirror.transcript)), mirror.view())
     mirror.reveal(0, committed[0].reveal())
-    assert _held(gd, Shown(mirror, outcome, gaps=[gap])) is None
+    assert _held(gd, Shown(mirror, outcome, gaps=[gap]), 0) is None
     # Without the gap, the same record holds an entry we were never shown.
-    assert _held(gd, Shown(mirror, outcome)) is not None
+    assert _held(gd, Shown(mirror, outcome), 0) is not None
 
     # Away mid-game, the mirror out of step with the snapshot: it stopped, keeping what it saw.
     seen = _mirror_of(entries[:7])
     cut = len(kept_entries(seen.transcript))
-    assert _held(gd, Shown(seen, None, cut=cut)) is None
+    assert _held(gd, Shown(seen, None, cut=cut), 0) is None
     # A record altered in what we were shown before the gap is still caught...
     forged = dict(gd, transcript=[dict(e) for e in entries])
     answer = next(i for i, e in enumerate(entries[:7]) if e["in"] == "answer")
     forged["transcript"][answer]["verdict"] = {**entries[answer]["verdict"], "n": 99}
-    assert _held(forged, Shown(seen, None, cut=cut)) is not None
-    assert _held(forged, Shown(mirror, outcome, gaps=[gap])) is not None
+    assert _held(forged, Shown(seen, None, cut=cut), 0) is not None
+    assert _held(forged, Shown(mirror, outcome, gaps=[gap]), 0) is not None
     # ... and so is a gap that does not lead to the view the snapshot showed.
     elsewhere = (gap[0], _mirror_of(entries[:5]).view())
-    assert _held(gd, Shown(mirror, outcome, gaps=[elsewhere])) is not None
+    assert _held(gd, Shown(mirror, outcome, gaps=[elsewhere]), 0) is not None
 
 
 # -- no false lie: the opponent abandons with our shot in flight ---------------------------------
