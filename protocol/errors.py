@@ -67,6 +67,8 @@ class ErrorCode(IntEnum):
     BAD_INVITE = 3004
     NO_SUCH_RECORD = 3005
     BAD_TICKET = 3006
+    NO_SUCH_PLAYER = 3007
+    NO_SUCH_CHALLENGE = 3008
 
     # 4xxx game: refusals that keep the shot unless the rules say otherwise
     NOT_YOUR_TURN = 4001
@@ -161,6 +163,11 @@ MEANINGS: dict[ErrorCode, str] = {
     ErrorCode.NO_SUCH_RECORD: "No signed record exists for that match (yet).",
     ErrorCode.BAD_TICKET: "A redirect ticket that is forged, expired, another player's, or for "
     "another node.",
+    ErrorCode.NO_SUCH_PLAYER: "No player with that id is known where the request needs one, "
+    "or a display name given instead names none or more than one (a challenge's target is "
+    "looked for among the players online, section 6.9).",
+    ErrorCode.NO_SUCH_CHALLENGE: "No challenge with that id is pending for the sender: unknown, "
+    "answered, cancelled, expired, or addressed to another player (section 6.9).",
     ErrorCode.NOT_YOUR_TURN: "The other seat is to move.",
     ErrorCode.OFF_BOARD: "A called cell or the radar area is not on the grid, or is not a cell.",
     ErrorCode.ALREADY_FIRED: "A called cell was fired at already (the shot is kept).",
