@@ -120,6 +120,10 @@ LEAN = "lean"
 """The capability of a client that is sent no copy of what it said itself (4.2, 5.7): not the
 ``shot`` its own ``fire`` or ``radar`` called, nor the ``verdict`` on its own ``answer``, and in
 custody mode no ``shot`` at all (the ``verdict`` that comes with it repeats every field)."""
+PEOPLE = "people"
+"""The capability of a client that takes the people messages of 6.9: the lobby's player
+figures, running matches, challenges and chat, and ``seated`` (the seats' names and ratings)
+after every ``start``."""
 
 
 def auth_payload(challenge: bytes, server_key: bytes, client_key: bytes) -> bytes:

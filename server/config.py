@@ -74,6 +74,8 @@ class Peer(Protocol):
     teams: bool
     #: the session agreed the capability ``lean``: it gets no copy of its own moves (spec 4.2)
     lean: bool
+    #: the session agreed the capability ``people``: it is sent ``seated`` (spec 6.9)
+    people: bool
 
     def send(self, msg: m.Message) -> None:
         """Queue ``msg``; never blocks (a peer that cannot keep up is dropped instead)."""

@@ -52,6 +52,7 @@ from seabattle.protocol import messages as m
 from seabattle.protocol.errors import ErrorCode, ProtocolError, RemoteProtocolError
 from seabattle.protocol.session import (
     LEAN,
+    PEOPLE,
     REDIRECT,
     SUPPORTED_VERSIONS,
     TEAMS,
@@ -116,6 +117,7 @@ class Client(Outbox):
         "follows",
         "last_rx",
         "lean",
+        "people",
         "teams",
     )
 
@@ -136,6 +138,8 @@ class Client(Outbox):
         self.teams = False
         #: the session agreed ``lean`` (spec 4.2): it is sent no copy of its own moves
         self.lean = False
+        #: the session agreed ``people`` (spec 6.9): it is sent ``seated`` after ``start``
+        self.people = False
 
     @property
     def authed(self) -> bool:
@@ -340,11 +344,14 @@ class Client(Outbox):
         self.follows = self.ident.lobby.cluster is not None and REDIRECT in msg.caps
         self.teams = TEAMS in msg.caps
         self.lean = LEAN in msg.caps
-        caps = tuple(
-            c
-            for c, agreed in ((REDIRECT, self.follows), (TEAMS, self.teams), (LEAN, self.lean))
-            if agreed
+        self.people = PEOPLE in msg.caps
+        agreed_caps = (
+            (REDIRECT, self.follows),
+            (TEAMS, self.teams),
+            (LEAN, self.lean),
+            (PEOPLE, self.people),
         )
+        caps = tuple(c for c, agreed in agreed_caps if agreed)
         # The highest version both speak (4.2; the connection refused hello without one).
         version = max(set(msg.versions) & set(SUPPORTED_VERSIONS))
         self.send(m.Welcome(version, caps, self.ident.public, self.challenge, self.ident.guests))

@@ -47,6 +47,7 @@ class _Spectator:
     follows = False
     teams = False
     lean = False
+    people = False
 
     def __init__(self, ref: Referee) -> None:
         self.ref = ref

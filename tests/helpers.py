@@ -503,6 +503,7 @@ class FakePeer:
         self.follows = False
         self.teams = True
         self.lean = False
+        self.people = False
         self.got: list[m.Message] = []
         self.closed: str | None = None
 
