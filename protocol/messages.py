@@ -909,3 +909,106 @@ class Coin(Message):
             raise RemoteProtocolError(
                 ErrorCode.BAD_MESSAGE, "coin: exactly one of hash and nonce is not nil"
             )
+
+
+# People (capability ``people``, spec 6.9): who is online, named challenges, a match's chat.
+
+CHAT_MAX = 200
+"""Longest ``say.text``, in Unicode code points (spec 6.9.4; the server refuses a longer line
+``BAD_MESSAGE``, as the rule of a request, so that the refusal names it)."""
+
+
+@message("online", Dir.C2S)
+@dataclass(frozen=True, slots=True)
+class Online(Message):
+    """Who is online: the players whose sessions agreed ``people`` (at most 100)."""
+
+    id: int
+
+
+@message("challenge", Dir.C2S)
+@dataclass(frozen=True, slots=True)
+class Challenge(Message):
+    """Challenge ``player`` (a player id, or a display name only one player online has) to a
+    match with ``rules`` and ``mode``; the answer names the challenge."""
+
+    id: int
+    player: str
+    rules: dict[str, Any]
+    mode: str
+
+
+@message("challenged", Dir.S2C)
+@dataclass(frozen=True, slots=True)
+class Challenged(Message):
+    """``player`` (display ``name``) challenges you to a match with ``rules`` (in full) and
+    ``mode``: answer ``challenge`` with ``accept`` or ``decline``."""
+
+    challenge: bytes
+    player: str
+    name: str
+    rules: dict[str, Any]
+    mode: str
+
+
+@message("accept", Dir.C2S)
+@dataclass(frozen=True, slots=True)
+class Accept(Message):
+    """Accept a challenge made to you: the answer names the match, whose ``start`` follows."""
+
+    id: int
+    challenge: bytes
+
+
+@message("decline", Dir.C2S)
+@dataclass(frozen=True, slots=True)
+class Decline(Message):
+    """Decline a challenge made to you, saying why or not (``reason``)."""
+
+    id: int
+    challenge: bytes
+    reason: str | None
+
+
+@message("cancel", Dir.C2S)
+@dataclass(frozen=True, slots=True)
+class Cancel(Message):
+    """Withdraw a challenge you made."""
+
+    id: int
+    challenge: bytes
+
+
+@message("challenge_gone", Dir.S2C)
+@dataclass(frozen=True, slots=True)
+class ChallengeGone(Message):
+    """``challenge`` is over: ``reason`` says how (``accepted``: ``match`` names the match;
+    ``declined``, with the decliner's words in ``detail``; ``cancelled``, ``expired``,
+    ``offline``)."""
+
+    challenge: bytes
+    reason: str
+    detail: str | None
+    match: bytes | None
+
+
+@message("say", Dir.C2S)
+@dataclass(frozen=True, slots=True)
+class Say(Message):
+    """A line of chat to the players of running match ``match`` (not its spectators)."""
+
+    id: int
+    match: bytes
+    text: str
+
+
+@message("said", Dir.S2C)
+@dataclass(frozen=True, slots=True)
+class Said(Message):
+    """A line of the chat of ``match`` by ``seat``'s team member ``member`` (0 without team
+    play), to its players, the sender included."""
+
+    match: bytes
+    seat: int
+    member: int
+    text: str
