@@ -1012,3 +1012,36 @@ class Said(Message):
     seat: int
     member: int
     text: str
+
+
+# People (capability ``people``, spec 6.9): the seats' names, the running matches, a player's
+# figures.
+
+
+@message("seated", Dir.S2C)
+@dataclass(frozen=True, slots=True)
+class Seated(Message):
+    """Who sits where, sent right after ``start`` to a session that agreed ``people``: the two
+    seats' display names, and their ratings when the match began (empty: not rated)."""
+
+    match: bytes
+    names: tuple[str, ...]
+    ratings: tuple[int, ...]
+
+
+@message("running", Dir.C2S)
+@dataclass(frozen=True, slots=True)
+class Running(Message):
+    """List the running public matches, to watch one."""
+
+    id: int
+
+
+@message("player", Dir.C2S)
+@dataclass(frozen=True, slots=True)
+class PlayerFigures(Message):
+    """A player's figures (games, wins, shots and hits, rating and its history), by player id
+    or display name."""
+
+    id: int
+    player: str
