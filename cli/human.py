@@ -349,12 +349,14 @@ async def play_server(
     create: bool = False,
     at_end: Callable[[MatchHandle], Awaitable[None]] | None = None,
     ui: GameUI | None = None,
+    public: bool = False,
 ) -> bool | None:
     """Play one match on a server by hand (quick match, or join ``invite``); did we win?
 
     ``read`` replaces standard input and ``stream`` the TCP connection (tests drive both);
     ``placement`` is the strategy the placing command ``random`` uses (``placement.PLACEMENTS``).
-    ``create``: open a private match and say its invitation code. ``at_end`` runs on the match
+    ``create``: open a private match and say its invitation code (``public``: a public one,
+    that ``seabattle matches`` lists, and say its id). ``at_end`` runs on the match
     once it has ended, before the connection closes (``play --save`` fetches the record there).
     ``ui`` replaces the line mode (``console``, ``read``, ``placement``): the game screen.
     """
@@ -365,14 +367,19 @@ async def play_server(
     async with connect(host, port, key=key, name=name, stream=stream) as client:
         ui.say(f"connected as {client.player[:16]}...; waiting for an opponent")
         if create:
-            match, code = await client.create(rules, mode, public=False)
+            match, code = await client.create(rules, mode, public=public)
+            if public:
+                ui.say(
+                    f"open match {match.id.hex()}: listed by seabattle matches; "
+                    f"an opponent runs seabattle play --join {match.id.hex()}"
+                )
             if match.team_invites is not None:
                 mine, theirs = match.team_invites
                 ui.say(
                     f"team invitations: your team {mine}, the other team {theirs}: "
                     f"each player runs seabattle play --join CODE"
                 )
-            else:
+            elif not public:
                 ui.say(f"invitation code {code}: your opponent runs seabattle play --join {code}")
         else:
             match = await (client.join(invite) if invite else client.quick(rules, mode))

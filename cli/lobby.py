@@ -1,7 +1,8 @@
 """``seabattle watch``, ``ladder``, ``matches`` and ``record fetch``: what a server shows anyone.
 
 Each is a thin shell over one request of the scripting API (:meth:`Client.watch`,
-:meth:`~Client.ladder`, :meth:`~Client.list`, :meth:`~Client.get_record`) on a connection opened
+:meth:`~Client.ladder`, :meth:`~Client.list` or :meth:`~Client.running`,
+:meth:`~Client.get_record`) on a connection opened
 by :func:`.common.open_client`; a refusal (an unknown match, a private one) is one line on
 stderr and exit status 1, as is anything :func:`.common.run_client` catches.
 """
@@ -268,34 +269,89 @@ def ladder(
 @connection_options
 @_KEY
 @_JSON
+@click.option(
+    "--running",
+    is_flag=True,
+    help="The running public matches instead, with who plays (watch one with seabattle watch).",
+)
 def matches(
-    server: str, tls: bool, ca: str | None, server_key: str | None, key: str | None, as_json: bool
+    server: str,
+    tls: bool,
+    ca: str | None,
+    server_key: str | None,
+    key: str | None,
+    as_json: bool,
+    running: bool,
 ) -> None:
-    """The open public matches, waiting for a second player (join one with play --join ID)."""
+    """The open public matches, waiting for a second player (join one with play --join ID), or
+    with --running the matches being played that anyone may watch."""
 
     async def body(client: Client) -> None:
-        rows = await client.list()
+        rows = await (client.running() if running else client.list())
         if as_json:
             click.echo(json.dumps(_plain(rows), indent=2))
-            return
-        table = Table(title=f"Open matches on {server}")
-        for col in ("match", "rules", "mode", "host"):
-            table.add_column(col, no_wrap=True)
-        for r in rows:
-            rules = r.get("rules")
-            name = rules.get("name", "?") if isinstance(rules, dict) else "?"
-            mid = r.get("match")
-            table.add_row(
-                mid.hex() if isinstance(mid, bytes) else str(mid),
-                str(name),
-                str(r.get("mode", "")),
-                str(r.get("host", ""))[:16],
-            )
-        if not rows:
-            table.caption = "none open: seabattle play --invite opens a private one"
-        console.print(table)
+        elif running:
+            _running_table(server, rows)
+        else:
+            _open_table(server, rows)
 
     _run(server, tls, ca, server_key, key, body)
+
+
+def _open_table(server: str, rows: list[dict[str, Any]]) -> None:
+    table = Table(title=f"Open matches on {server}")
+    for col in ("match", "rules", "mode", "host"):
+        table.add_column(col, no_wrap=True)
+    for r in rows:
+        rules = r.get("rules")
+        name = rules.get("name", "?") if isinstance(rules, dict) else "?"
+        mid = r.get("match")
+        host = str(r.get("host", ""))[:16]
+        # The host's display name where the server gives it (spec 6.9), its id beside it.
+        if isinstance(r.get("name"), str):
+            host = f"{r['name']} ({host[:8]})"
+        table.add_row(
+            mid.hex() if isinstance(mid, bytes) else str(mid),
+            str(name),
+            str(r.get("mode", "")),
+            host,
+        )
+    if not rows:
+        table.caption = "none open: seabattle play --open opens a public one"
+    else:
+        table.caption = "take one: seabattle play --join MATCH"
+    console.print(table)
+
+
+def _running_table(server: str, rows: list[dict[str, Any]]) -> None:
+    table = Table(title=f"Running matches on {server}")
+    for col in ("match", "rules", "mode", "players", "game", "watching"):
+        table.add_column(
+            col, no_wrap=True, justify="right" if col in ("game", "watching") else "left"
+        )
+    for r in rows:
+        mid = r.get("match")
+        names = r.get("names")
+        ids = r.get("players")
+        if isinstance(names, list) and len(names) == 2:
+            players = f"{names[0]} vs {names[1]}"
+        elif isinstance(ids, list) and len(ids) == 2:
+            players = f"{str(ids[0])[:8]} vs {str(ids[1])[:8]}"
+        else:
+            players = "?"
+        table.add_row(
+            mid.hex() if isinstance(mid, bytes) else str(mid),
+            str(r.get("rules", "?")),
+            str(r.get("mode", "")),
+            players,
+            str(r.get("game", "")),
+            str(r.get("spectators", "")),
+        )
+    if not rows:
+        table.caption = "no public match is being played"
+    else:
+        table.caption = f"watch one: seabattle watch MATCH --server {server}"
+    console.print(table)
 
 
 # ================================================================================================

@@ -29,6 +29,7 @@ from .common import console
 from .keys import keys
 from .lobby import ladder, matches, record, watch
 from .peer import host_cmd, join_cmd
+from .people import player_cmd
 from .play import play
 from .records import verify
 from .serve import demo, serve
@@ -105,6 +106,7 @@ for _command in (
     ladder,
     matches,
     record,
+    player_cmd,
 ):
     main.add_command(_command)
 

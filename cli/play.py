@@ -54,6 +54,12 @@ PLACEMENT = click.option(
 @click.option("--mode", type=click.Choice(["blind", "custody"]), default="blind")
 @click.option("--invite", is_flag=True, help="Open a private match and print its invitation code.")
 @click.option(
+    "--open",
+    "open_",
+    is_flag=True,
+    help="Open a public match, listed by seabattle matches, and wait for someone to take it.",
+)
+@click.option(
     "--join",
     "join_code",
     default=None,
@@ -78,6 +84,7 @@ def play(
     rules_: str,
     mode: str,
     invite: bool,
+    open_: bool,
     join_code: str | None,
     save: str | None,
     key: str | None,
@@ -86,8 +93,9 @@ def play(
     line: bool,
 ) -> None:
     """Play one match by hand on a server: the game screen (both boards, both clocks, typed or
-    aimed cells), or the line mode off a terminal or with --line. A quick match, or a private
-    one: --invite prints the code that the opponent's --join takes."""
+    aimed cells), or the line mode off a terminal or with --line. A quick match, a private one
+    (--invite prints the code that the opponent's --join takes), or a public one (--open: it
+    waits in seabattle matches until someone takes it with --join MATCH)."""
     from seabattle.cli.human import play_server
     from seabattle.cli.tui import screen_wanted
 
@@ -95,6 +103,8 @@ def play(
 
     if invite and join_code is not None:
         raise click.UsageError("--invite opens a match and --join takes one: give one of them")
+    if open_ and (invite or join_code is not None):
+        raise click.UsageError("--open opens a public match: give it without --invite or --join")
     if save is not None and not Path(save).resolve().parent.is_dir():
         raise click.BadParameter(f"no directory for {save!r}", param_hint="--save")
     conn = Conn(server, tls, ca, server_key)
@@ -128,7 +138,8 @@ def play(
             invite=join_code,
             stream=stream,
             placement=placement,
-            create=invite,
+            create=invite or open_,
+            public=open_,
             at_end=None if save is None else keep,
             ui=ui,
         )

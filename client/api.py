@@ -30,7 +30,7 @@ import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.protocol import messages as m
 from seabattle.protocol.errors import ErrorCode, RemoteProtocolError
-from seabattle.protocol.session import LEAN, REDIRECT, TEAMS, Role
+from seabattle.protocol.session import LEAN, PEOPLE, REDIRECT, TEAMS, Role
 from seabattle.protocol.targeting import feed_view
 
 from .events import (
@@ -420,8 +420,9 @@ async def connect(
         raise ValueError(f"silence must be at least {SILENCE:g} seconds (spec 4.6), not {silence}")
     addr = (host, port) if stream is None else None
     k = key if isinstance(key, Ed25519PrivateKey) else load_key(key)
-    # The reference client plays team matches (spec 6.8) and, if asked, follows redirects.
-    caps = (REDIRECT,) * follow + (TEAMS,) + (LEAN,) * lean
+    # The reference client plays team matches (spec 6.8), takes the people messages (6.9)
+    # and, if asked, follows redirects.
+    caps = (REDIRECT,) * follow + (TEAMS,) + (LEAN,) * lean + (PEOPLE,)
     wire: Wire | None = None
     client: Client | None = None
     try:

@@ -1,5 +1,6 @@
-"""The requests a client makes of the lobby: open, join or pair for a match, list the open ones,
-the ladder, a finished match's record, and watching a match (spec 6.1 to 6.3, 7.4).
+"""The requests a client makes of the lobby: open, join or pair for a match, list the open ones
+and the running ones, the ladder, a player's figures, a finished match's record, and watching a
+match (spec 6.1 to 6.3, 6.9, 7.4).
 
 Each is one request (:meth:`Lobby._request`: an id, the ``ok`` or ``error`` that answers it, a
 rate limit waited out) and the answer's shape. :class:`~.api.Client` has them from
@@ -89,6 +90,19 @@ class Lobby:
         """The rating ladder rows."""
         data = await self._request(lambda i: m.Ladder(i))
         return list(data.get("rows", []))
+
+    async def running(self) -> builtins.list[dict[str, Any]]:
+        """The running public matches (spec 6.9): ``match``, ``rules`` (its name), ``mode``,
+        ``players``, ``names``, ``game`` (0 before the first) and ``spectators`` each."""
+        data = await self._request(lambda i: m.Running(i))
+        return list(data.get("matches", []))
+
+    async def figures(self, who: str) -> dict[str, Any]:
+        """A player's figures (spec 6.9), by player id or display name: ``player``, ``name``,
+        ``rating``, ``rd``, ``games``, ``wins``, ``losses``, ``draws``, ``shots``, ``hits`` and
+        ``history`` (rated matches, newest first); raises :class:`~.wire.RequestFailed`
+        (``NO_SUCH_PLAYER``) for no such player, or a name more than one player has."""
+        return await self._request(lambda i: m.PlayerFigures(i, who))
 
     async def get_record(self, match_id: bytes | str) -> dict[str, Any]:
         """The signed record of a finished match (verify it with ``protocol.record``)."""

@@ -65,6 +65,7 @@ class MatchHandle:
 
     What the seat knows is read from the handle: :attr:`seat` (0 or 1), :attr:`rules`,
     :attr:`mode` (``blind`` or ``custody``), :attr:`players` (both seats' player ids),
+    :attr:`names` and :attr:`ratings` (theirs, spec 6.9),
     :attr:`game_no` and :attr:`first`, :attr:`clock` (the clock running now), :attr:`mirror`
     (our checked copy of the current game: both boards as far as shown), :attr:`committed`
     (our fleet and secret), :attr:`lies` and :attr:`disputed`, and at the end :attr:`result`
@@ -83,6 +84,13 @@ class MatchHandle:
         self._send, self._recv = trio.open_memory_channel[MatchEvent](math.inf)
         self._done = False
         self._clock: tuple[Clock, RunningClock] | None = None
+        #: Both seats' display names, seat 0 first (spec 6.9: from ``seated``, which a session
+        #: that agreed ``people`` gets right after ``start``, or a snapshot's view); ``()``
+        #: until known.
+        self.names: tuple[str, ...] = ()
+        #: Both seats' ratings when the match began, seat 0 first (``seated``); ``()`` when
+        #: not known or the match is not rated.
+        self.ratings: tuple[int, ...] = ()
 
     # -- what the seat knows (the core's, read-only) -----------------------------------------
 
@@ -297,6 +305,12 @@ class MatchHandle:
         game = core.game_no
         core.lean = self.lean
         core.epoch = self.client.epoch
+        if isinstance(msg, m.Seated):
+            self.names, self.ratings = msg.names, msg.ratings
+        elif isinstance(msg, m.Snapshot) and not self.names:
+            names = msg.view.get("names")
+            if isinstance(names, list) and all(isinstance(n, str) for n in names):
+                self.names = tuple(names)
         out = core.receive(msg, trio.current_time())
         if isinstance(msg, m.Start):
             self._started.set()

@@ -178,6 +178,7 @@ class Referee:
         "match",
         "match_id",
         "mode",
+        "names",
         "players",
         "rules",
         "teams",
@@ -193,6 +194,7 @@ class Referee:
         players: tuple[str, str],
         lot: bytes | None,
         teams: tuple[tuple[str, ...], tuple[str, ...]] | None = None,
+        names: tuple[str, str] | None = None,
     ) -> None:
         """A match about to start; ``lot`` is the secret the lot of each game is drawn from
         (``None``: each lot is fed with :meth:`draw`, or comes as a ``set_first`` input).
@@ -201,6 +203,7 @@ class Referee:
         member number, ``teams[s][0] == players[s]`` (the captain); the referee then names each
         turn's caller (``turn``), skipping members who are away. ``None``: one player per seat,
         who calls for every member in the order of the rotation (002 on one connection).
+        ``names``: the two seats' display names, for the view (6.6); ``None``: none known.
         """
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}")
@@ -215,6 +218,7 @@ class Referee:
         self.rules = rules
         self.mode = mode
         self.players = players
+        self.names = names
         self.match = Match(rules, match_id)
         self._lot = lot
         #: Custody mode: each seat's fleet under fire, answered for by the referee (per game).
@@ -304,6 +308,8 @@ class Referee:
         # SHOULD (6.6): a spectator gets no start, and reads the boards with these.
         view["rules"] = self.rules.to_dict()
         view["players"] = list(self.players)
+        if self.names is not None:
+            view["names"] = list(self.names)  # SHOULD (6.6, 6.9): whom the ids stand for
         if self.teams is not None:
             view["teams"] = [list(t) for t in self.teams]
             view["away"] = [sorted(a) for a in self._away]

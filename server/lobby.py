@@ -86,6 +86,8 @@ class Lobby(LobbyState):
             m.GetRecord: self._get_record,
             m.Ladder: self._ladder,
             m.Redeem: self._redeem,
+            m.Running: self._running,
+            m.PlayerFigures: self._player,
         }
 
     # -- entry points for connections -----------------------------------------------------------
@@ -96,7 +98,8 @@ class Lobby(LobbyState):
 
     async def request(self, peer: Peer, msg: m.Message) -> None:
         """Answer one lobby request (errors propagate to the caller, which sends them)."""
-        if self.closing and not isinstance(msg, m.GetRecord | m.Ladder | m.ListMatches):
+        reads = m.GetRecord | m.Ladder | m.ListMatches | m.Running | m.PlayerFigures
+        if self.closing and not isinstance(msg, reads):
             raise Refused(ErrorCode.SHUTTING_DOWN, "the server is shutting down")
         data = await self._handlers[type(msg)](peer, msg)
         ref = self.errors_ref(msg)
@@ -364,6 +367,8 @@ class Lobby(LobbyState):
     async def _list(self, peer: Peer, msg: m.ListMatches) -> dict[str, Any]:
         if self.cluster is not None:
             # Every node's open matches: a player here may join one hosted elsewhere.
+            found = await self.store.open_matches(self.limits.list_max)
+            hosts = await self.store.players(r.host for r in found)
             return {
                 "matches": [
                     {
@@ -371,8 +376,9 @@ class Lobby(LobbyState):
                         "rules": msgpack.unpackb(r.rules, raw=False),
                         "mode": r.mode,
                         "host": r.host,
+                        "name": hosts[r.host].name if r.host in hosts else r.host[:12],
                     }
-                    for r in await self.store.open_matches(self.limits.list_max)
+                    for r in found
                 ]
             }
         # Bounded (spec 2.4): the oldest first, those that have waited longest for a player.
@@ -385,6 +391,7 @@ class Lobby(LobbyState):
                 "rules": om.rules.to_dict(),
                 "mode": om.mode,
                 "host": om.host.player,
+                "name": om.host.name,
             }
             for om in listed
         ]
@@ -427,8 +434,10 @@ class Lobby(LobbyState):
         except Conflict:
             # Joined from another node at the same moment: the store's word is final.
             raise Refused(ErrorCode.MATCH_FULL, "that match has both players") from None
+        # Read before the ok: whoever acts on it finds the match running.
+        ratings = await self._ratings(om.host, peer)
         peer.send(m.Ok(msg.id, {"match": mid}))
-        self._start(mid, om.rules, om.mode, om.public, [om.host, peer])
+        self._start(mid, om.rules, om.mode, om.public, [om.host, peer], ratings=ratings)
         return None  # answered above: the ok goes out before the match's start
 
     async def _join_team(
@@ -555,9 +564,10 @@ class Lobby(LobbyState):
             status="playing",
             node=self.node,
         )
+        ratings = await self._ratings(waiting.peer, peer)
         waiting.peer.send(m.Ok(waiting.id, {"match": mid}))
         peer.send(m.Ok(msg.id, {"match": mid}))
-        self._start(mid, rules, msg.mode, True, [waiting.peer, peer])
+        self._start(mid, rules, msg.mode, True, [waiting.peer, peer], ratings=ratings)
         return None
 
     async def _partner(self, key: tuple[bytes, str], peer: Peer) -> _Waiting | None:
@@ -671,9 +681,10 @@ class Lobby(LobbyState):
             status="playing",
             node=self.node,
         )
+        ratings = await self._ratings(p0.peer, p1.peer)
         for w in (p0, p1):
             w.peer.send(m.Ok(w.id, {"match": mid}))
-        self._start(mid, ref.rules, ref.mode, ref.public, [p0.peer, p1.peer])
+        self._start(mid, ref.rules, ref.mode, ref.public, [p0.peer, p1.peer], ratings=ratings)
         return None
 
     async def _redeem(self, peer: Peer, msg: m.Redeem) -> dict[str, Any]:
@@ -729,6 +740,67 @@ class Lobby(LobbyState):
             ]
         }
 
+    async def _running(self, peer: Peer, msg: m.Running) -> dict[str, Any]:
+        """The running public matches of this node (spec 6.9), the most watched first, then
+        the latest started; at most ``list_max`` (2.4)."""
+        public = [r for r in self.running.values() if r.public]
+        order = sorted(range(len(public)), key=lambda i: (-len(public[i].spectators), -i))
+        del order[self.limits.list_max :]
+        rows = []
+        for i in order:
+            ref = public[i]
+            game = ref.game
+            rows.append(
+                {
+                    "match": ref.match_id,
+                    "rules": ref.rules.name,
+                    "mode": ref.mode,
+                    "players": ref.players,
+                    "names": [s.name for s in ref.seats],
+                    "game": 0 if game is None else game.number,
+                    "spectators": len(ref.spectators),
+                }
+            )
+        return {"matches": rows}
+
+    async def _player(self, peer: Peer, msg: m.PlayerFigures) -> dict[str, Any]:
+        """A player's figures (spec 6.9), by id or by a display name that one player has."""
+        asked = msg.player
+        pid = asked.lower() if len(asked) == 64 and _is_hex(asked) else None
+        if pid is None:
+            named = await self.store.players_named(asked)
+            if len(named) != 1:
+                many = "more than one player has" if named else "no player has"
+                raise Refused(ErrorCode.NO_SUCH_PLAYER, f"{many} that name: ask by player id")
+            pid = named[0]
+        got = await self.store.figures(pid)
+        if got is None:
+            raise Refused(ErrorCode.NO_SUCH_PLAYER, "no player with that id")
+        p = got.player
+        return {
+            "player": p.id,
+            "name": p.name,
+            "rating": max(0, round(p.rating)),
+            "rd": round(p.rd),
+            "games": p.games,
+            "wins": p.wins,
+            "losses": p.losses,
+            "draws": p.draws,
+            "shots": got.shots,
+            "hits": got.hits,
+            "history": [
+                {
+                    "match": bytes.fromhex(h.match_id),
+                    "opponent": h.opponent,
+                    "result": "win" if h.score == 1.0 else "loss" if h.score == 0.0 else "draw",
+                    "old": max(0, round(h.old)),
+                    "new": max(0, round(h.new)),
+                    "at": h.created,
+                }
+                for h in got.history
+            ],
+        }
+
     def errors_ref(self, msg: m.Message) -> int | None:
         """The ``ref`` an error about ``msg`` cites: its request id, or its shot's ``seq``."""
         for name in ("id", "seq"):
@@ -736,6 +808,10 @@ class Lobby(LobbyState):
             if isinstance(v, int):
                 return v
         return None
+
+
+def _is_hex(text: str) -> bool:
+    return all(c in "0123456789abcdefABCDEF" for c in text)
 
 
 def _invite_code() -> str:

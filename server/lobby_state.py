@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, TypeAlias, TypeVar
@@ -193,11 +194,16 @@ class LobbyState:
         public: bool,
         peers: list[Peer | Seat],
         teams: list[list[Peer]] | None = None,
+        ratings: Mapping[str, int] | None = None,
     ) -> None:
         """Start a match between ``peers``; a `Seat` with no peer is a player of another node,
         handed off to come here. ``teams``: team play, each seat's members (``peers`` being
-        their captains)."""
+        their captains). ``ratings``: the players' ratings (:meth:`_ratings`), for ``seated``
+        (spec 6.9)."""
         seats = [p if isinstance(p, Seat) else Seat(p.player, p.name, p) for p in peers]
+        for seat in seats:
+            if ratings is not None and seat.player in ratings:
+                seat.rating = ratings[seat.player]
         members = None
         if teams is not None:
             members = [
@@ -209,6 +215,17 @@ class LobbyState:
                 # period runs instead of the match waiting on a connection that is gone.
                 seat.peer = None
         self._run_referee(self._referee(mid, rules, mode, public, seats, teams=members))
+
+    async def _ratings(self, *players: Peer | Seat) -> dict[str, int]:
+        """The ratings of ``players``, rounded, for ``seated`` (spec 6.9), in one query; a store
+        that fails leaves them unknown (``seated`` then names none), and the match starts all
+        the same."""
+        try:
+            rows = await self.store.players(p.player for p in players)
+        except Exception:
+            _log.warning("the players' ratings could not be read: seated names none")
+            return {}
+        return {k: round(r.rating) for k, r in rows.items()}
 
     def _start_on_arrival(
         self, mid: bytes, rules: RuleSet, mode: str, public: bool, away: Seat, here: Peer
@@ -236,7 +253,8 @@ class LobbyState:
         del self.arriving[a.mid]
         if self.closing:
             return  # not started: nothing journaled, and a restart ends it
-        self._start(a.mid, a.rules, a.mode, a.public, list(a.seats))
+        ratings = await self._ratings(*a.seats)
+        self._start(a.mid, a.rules, a.mode, a.public, list(a.seats), ratings=ratings)
 
     def _referee(
         self,
@@ -358,7 +376,9 @@ class LobbyState:
                     team = []
                     for player in ids:
                         known = await stored(partial(self.store.get_player, player), "a player")
-                        team.append(Seat(player, known.name if known else player[:12]))
+                        seat = Seat(player, known.name if known else player[:12])
+                        seat.rating = round(known.rating) if known else None
+                        team.append(seat)
                     teams.append(team)
                 seats = [teams[0][0], teams[1][0]]
                 ref = self._referee(

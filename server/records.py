@@ -25,7 +25,7 @@ from seabattle.protocol.record import (
 from .referee import Referee
 from .store import BadSignature, Conflict, NotFound, Store, stored
 
-__all__ = ["add_cosign", "add_cosign_stored", "conclude", "load_signed"]
+__all__ = ["add_cosign", "add_cosign_stored", "conclude", "fired", "load_signed"]
 
 
 def _now() -> int:
@@ -75,6 +75,13 @@ async def conclude(ref: Referee, store: Store, key: Ed25519PrivateKey) -> None:
         ref.to_all(m.MatchOver(ref.match_id, result, None, head, packed))
         return
     try:
+        await stored(
+            lambda: store.put_figures(ref.hex, fired(ref), fence=fence),
+            f"match {ref.hex}'s figures",
+        )
+    except Exception:
+        ref.log.exception("storing the match's shots failed; the players' figures miss it")
+    try:
         score = _score(ref.match.winner)
         (old0, new0), (old1, new1) = await stored(
             lambda: store.apply_result(
@@ -91,6 +98,16 @@ async def conclude(ref: Referee, store: Store, key: Ed25519PrivateKey) -> None:
         ref.log.exception("rating the match failed; the result stands unrated")
     ref.log.info("match over: %s", result)
     ref.to_all(m.MatchOver(ref.match_id, result, ratings, head, packed))
+
+
+def fired(ref: Referee) -> list[tuple[str, int, int]]:
+    """Each seat's ``(player, shots, hits)`` over the match's games: the cells it fired at (a
+    salvo's each, a radar scan none) and how many of them hit (spec 6.9's accuracy)."""
+    out = []
+    for seat, player in enumerate(ref.players):
+        boards = [g.boards[1 - seat] for g in ref.match.games]
+        out.append((player, sum(len(b.fired) for b in boards), sum(b.hits for b in boards)))
+    return out
 
 
 async def add_cosign(ref: Referee, store: Store, seat: int, msg: m.CoSign) -> None:

@@ -71,6 +71,8 @@ class Seat:
     player: str
     name: str
     peer: Peer | None = None
+    #: the player's rating when the match began, rounded (``None``: not known), for ``seated``
+    rating: int | None = None
 
 
 def _broadcast(msg: m.Message, peers: list[Peer]) -> None:
@@ -159,6 +161,7 @@ class Referee:
             rules=rules,
             mode=mode,
             players=(seats[0].player, seats[1].player),
+            names=(seats[0].name, seats[1].name),
             lot=lot if lot is not None else secrets.token_bytes(32),
             teams=None if teams is None else self.team_ids(),
         )
@@ -370,8 +373,16 @@ class Referee:
                     peer = self.slot(0 if to & SEAT0 else 1, member).peer
                     if peer is not None:
                         peer.send(msg)
+                        if type(msg) is m.Start and peer.people:
+                            peer.send(self.seated())
                     continue
                 _broadcast(msg, every if to == ALL else self._audience(to))
+                if type(msg) is m.Start:
+                    # Right after start, to the sessions that agreed people (6.9): a strict
+                    # client keeps the closed start it knows.
+                    for peer in self._audience(to):
+                        if peer.people:
+                            peer.send(self.seated())
         finally:
             if corked:
                 first: object = self.seats[urgent].peer if urgent is not None else None
@@ -445,6 +456,16 @@ class Referee:
     def start_message(self, seat: int) -> m.Start:
         """The ``start`` message for ``seat``."""
         return self.core.start_message(seat)
+
+    def seated(self) -> m.Seated:
+        """The ``seated`` message (spec 6.9): the seats' names and, in a rated match whose
+        players' ratings are known, their ratings when it began."""
+        ratings = [s.rating for s in self.seats]
+        known = self.teams is None and None not in ratings
+        names = (self.seats[0].name, self.seats[1].name)
+        return m.Seated(
+            self.match_id, names, tuple(max(0, r or 0) for r in ratings) if known else ()
+        )
 
     # -- attaching connections ------------------------------------------------------------------
 

@@ -420,6 +420,26 @@ MIGRATIONS: Sequence[tuple[int, Sequence[MigrationStep]]] = (
             "ALTER TABLE matches ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0",
         ),
     ),
+    (
+        8,
+        (
+            # What each seat's player fired in a finished one-on-one match, over all its games
+            # (server/records.py, when the match is concluded): a player's accuracy (spec 6.9,
+            # ``player``) is the sum of its hits over the sum of its shots. A row a match, a
+            # seat, written once, so that concluding a match again counts nothing twice.
+            """CREATE TABLE match_figures (
+                match_id TEXT NOT NULL REFERENCES matches (id),
+                seat INTEGER NOT NULL CHECK (seat IN (0, 1)),
+                player TEXT NOT NULL REFERENCES players (id),
+                shots INTEGER NOT NULL,
+                hits INTEGER NOT NULL,
+                PRIMARY KEY (match_id, seat)
+            )""",
+            "CREATE INDEX match_figures_by_player ON match_figures (player)",
+            # A player asked for by display name (``player``), and the list's host names.
+            "CREATE INDEX players_by_name ON players (name)",
+        ),
+    ),
 )
 """Schema migrations as (version, DDL templates), applied in order; append, never edit."""
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 from .ladder import Rating, update
@@ -19,7 +20,34 @@ from .store_rows import (
     _player,
 )
 
-__all__ = ["PlayerStore"]
+__all__ = ["HISTORY_MAX", "Figures", "PlayerStore", "RatedMatch"]
+
+HISTORY_MAX = 100
+"""The most rated matches a player's figures list (spec 2.4 bounds every list an answer holds)."""
+
+
+@dataclass(frozen=True)
+class RatedMatch:
+    """One rated match in a player's history: the opponent, the player's score (1, 0.5 or 0)
+    and its rating before and after."""
+
+    match_id: str
+    opponent: str
+    score: float
+    old: float
+    new: float
+    created: int
+
+
+@dataclass(frozen=True)
+class Figures:
+    """A player's figures: the ladder's row, the shots and hits of its concluded one-on-one
+    matches, and its rating history, newest first."""
+
+    player: PlayerRow
+    shots: int
+    hits: int
+    history: list[RatedMatch]
 
 
 class PlayerStore(StoreBase):
@@ -69,6 +97,80 @@ class PlayerStore(StoreBase):
                 (min_games, limit),
             )
             return [_player(r) for r in rows]
+
+        return await self._run(run)
+
+    async def players_named(self, name: str, limit: int = 2) -> list[str]:
+        """The ids of up to ``limit`` players whose display name is ``name`` (exactly), by id."""
+
+        def run() -> list[str]:
+            rows = self._all(
+                "SELECT id FROM players WHERE name = ? ORDER BY id LIMIT ?", (name, limit)
+            )
+            return [r[0] for r in rows]
+
+        return await self._run(run)
+
+    async def players(self, ids: Iterable[str]) -> dict[str, PlayerRow]:
+        """The players ``ids`` that exist, by id, in one query."""
+        wanted = sorted(set(ids))
+        if not wanted:
+            return {}
+
+        def run() -> dict[str, PlayerRow]:
+            marks = ", ".join("?" * len(wanted))
+            rows = self._all(f"SELECT {_PLAYER_COLS} FROM players WHERE id IN ({marks})", wanted)
+            return {r[0]: _player(r) for r in rows}
+
+        return await self._run(run)
+
+    async def put_figures(
+        self,
+        match_id: str,
+        seats: Sequence[tuple[str, int, int]],
+        *,
+        fence: Fence | None = None,
+    ) -> None:
+        """Store what each seat fired in the finished match ``match_id``: ``seats[s]`` is seat
+        s's ``(player, shots, hits)``. Written once: storing them again changes nothing (a
+        match concluded again counts once). ``fence``: as for `apply_result`."""
+
+        def run() -> None:
+            with self._transaction() as cur:
+                self._match_for_update(cur, match_id, fence)
+                for seat, (player, shots, hits) in enumerate(seats):
+                    self._exec(
+                        cur,
+                        "INSERT INTO match_figures (match_id, seat, player, shots, hits)"
+                        " VALUES (?, ?, ?, ?, ?) ON CONFLICT (match_id, seat) DO NOTHING",
+                        (match_id, seat, player, shots, hits),
+                    )
+
+        await self._run(run)
+
+    async def figures(self, player_id: str, history: int = HISTORY_MAX) -> Figures | None:
+        """The player's figures (its row, shots and hits summed over its concluded matches,
+        and up to ``history`` rated matches, newest first), or None if there is no such
+        player."""
+
+        def run() -> Figures | None:
+            row = self._one(f"SELECT {_PLAYER_COLS} FROM players WHERE id = ?", (player_id,))
+            if row is None:
+                return None
+            shots, hits = self._one(
+                "SELECT COALESCE(SUM(shots), 0), COALESCE(SUM(hits), 0) FROM match_figures"
+                " WHERE player = ?",
+                (player_id,),
+            )
+            rated = self._all(
+                "SELECT match_id, a_id, b_id, score_a, a_old_rating, a_new_rating,"
+                " b_old_rating, b_new_rating, created FROM rating_history"
+                " WHERE a_id = ? OR b_id = ? ORDER BY id DESC LIMIT ?",
+                (player_id, player_id, history),
+            )
+            return Figures(
+                _player(row), int(shots), int(hits), [_rated(r, player_id) for r in rated]
+            )
 
         return await self._run(run)
 
@@ -176,3 +278,11 @@ def _stored_change(
     if (s_a, s_b) == (b_id, a_id) and math.isclose(s_score, 1.0 - score_a):
         return b_change, a_change
     raise Conflict(f"match {match_id} was already rated with another outcome")
+
+
+def _rated(row: Sequence[Any], player_id: str) -> RatedMatch:
+    """A rating-history row as seen by ``player_id`` (its side a or b)."""
+    match_id, a_id, b_id, score_a, a_old, a_new, b_old, b_new, created = row
+    if a_id == player_id:
+        return RatedMatch(match_id, b_id, score_a, a_old, a_new, created)
+    return RatedMatch(match_id, a_id, 1.0 - score_a, b_old, b_new, created)
