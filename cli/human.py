@@ -43,6 +43,7 @@ from seabattle.protocol.game import Game, Phase
 from seabattle.protocol.rules import RuleSet
 from seabattle.protocol.verdict import Result, Shot, Verdict
 
+from .render import seat_names
 from .tui import ClockSource, GameUI, LineReader, Quit, TerminalUI, describe_verdict
 
 __all__ = ["ConsolePlayer", "play_server"]
@@ -144,6 +145,10 @@ class _Refereed:
         self.turn: YourTurn | None = None  #: the turn we owe a move for
         self.sent: str | None = None  #: what we sent last and may be refused: "move" or "place"
         self.their_fleet_placed = False
+        #: The opponent's fleet as a ``revealed`` showed it, and the game it ended last.
+        self.their_fleet: Fleet | None = None
+        self.ended = 0
+        self._names: list[str] = []  #: the seats' names the UI was told
         self._scope: trio.CancelScope | None = None
         self._nursery: trio.Nursery | None = None
 
@@ -157,8 +162,26 @@ class _Refereed:
             self._nursery = nursery
             async for ev in self.match.events():
                 self.on_event(ev)
+                self.name_seats()
                 self.ui.show(self.match.mirror, self.seat, self.fleet)
             self._cancel_prompt()
+
+    def name_seats(self) -> tuple[str, str]:
+        """Tell the UI both seats' names (and ratings) as far as the server has given them, short
+        player ids otherwise (they may come after ``start``); ours, then theirs."""
+        match = self.match
+        names = seat_names(
+            match.players, getattr(match, "names", None), getattr(match, "ratings", None)
+        )
+        me, them = names[self.seat], names[1 - self.seat]
+        if names != self._names:
+            self._names = names
+            self.ui.match(
+                f"match {match.id.hex()[:12]} · {me} vs {them} · {match.mode}",
+                lambda: match.clock,
+                names,
+            )
+        return me, them
 
     # -- prompts ---------------------------------------------------------------------------------
 
@@ -236,7 +259,7 @@ class _Refereed:
         assert rules is not None
         if isinstance(ev, GameStarted):
             self.fleet, self.turn, self.sent = None, None, None
-            self.their_fleet_placed = False
+            self.their_fleet_placed, self.their_fleet = False, None
             ui.say(f"game {ev.game} begins", "bold")
             if not self.match.captain:
                 ui.say("your team's captain places the fleet")
@@ -275,7 +298,8 @@ class _Refereed:
             theirs = end.reveals[1 - self.seat] if end is not None else None
             outcome = dict(ev.outcome)
             fleet = ev.fleet or self.fleet
-            their = theirs.fleet if theirs is not None else None
+            their = theirs.fleet if theirs is not None else self.their_fleet
+            self.ended = ev.game
             ui.game_over(ev.game, end, self.seat, outcome, fleet, their)
         elif isinstance(ev, MatchEnded):
             self._cancel_prompt()
@@ -307,6 +331,8 @@ class _Refereed:
                 self.ui.say(_first_line(g, self.seat), "bold")
                 if msg.first != self.seat:
                     self.ui.say("waiting for your opponent's shot")
+        elif isinstance(msg, m.Revealed):
+            self._revealed(msg)
         elif isinstance(msg, m.RevealNow):
             ui.say("the last ship is down: both fleets are revealed and checked")
         elif isinstance(msg, m.Turn) and self.match.team_play:
@@ -317,6 +343,24 @@ class _Refereed:
                 ui.say(f"your teammate {who} calls this turn", "dim")
             elif msg.seat != self.seat:
                 ui.say(f"their member {who} calls", "dim")
+
+    def _revealed(self, msg: m.Revealed) -> None:
+        # The opponent's fleet, to be drawn on their board: one the referee found at fault is
+        # not the fleet played against, and is left out.
+        from seabattle.protocol.commit import Reveal
+
+        if msg.seat == self.seat or msg.fault or msg.game != self.match.game_no:
+            return
+        rules = self.match.rules
+        try:
+            fleet = Reveal.from_dict(msg.reveal).fleet
+            if rules is not None:
+                fleet.validate(rules)  # a fleet that breaks the rules is not the one played
+        except (ProtocolError, ValueError, KeyError, TypeError, IndexError):
+            return
+        self.their_fleet = fleet
+        if self.ended == msg.game:  # it came after the game's end (a resignation, say)
+            self.ui.revealed(msg.game, 1 - self.seat, fleet)
 
     def _match_over(self, ev: MatchEnded) -> None:
         r = ev.result
@@ -384,18 +428,17 @@ async def play_server(
         else:
             match = await (client.join(invite) if invite else client.quick(rules, mode))
         await match.wait_started()
-        assert match.rules is not None
-        ui.say(f"match {match.id.hex()}: you are seat {match.seat}, {match.mode} mode", "bold")
+        assert match.rules is not None and match.seat is not None
+        refereed = _Refereed(ui, match)
+        me, them = refereed.name_seats()
+        ui.say(f"match {match.id.hex()}: you are {me}, against {them}, {match.mode} mode", "bold")
         if match.team_play:
             role = "its captain" if match.captain else f"member {match.member}"
             ui.say(f"team play: you are {role} of seat {match.seat}'s team")
-        ui.match(
-            f"match {match.id.hex()[:12]} · seat {match.seat} · {match.mode}", lambda: match.clock
-        )
         ui.show_rules(match.rules)
         left = False
         try:
-            await _Refereed(ui, match).run()
+            await refereed.run()
         except* Quit:
             left = True
         if left:

@@ -8,6 +8,7 @@ only adds to them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any
@@ -15,15 +16,18 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
+from seabattle.protocol import messages as m
 from seabattle.protocol.errors import ErrorCode
 from seabattle.protocol.fleet import Fleet, Placement
 from seabattle.protocol.game import Board, EndReason, Game
-from seabattle.protocol.grid import column_label
-from seabattle.protocol.rules import PRESETS, RuleSet
+from seabattle.protocol.grid import Cell, column_label
+from seabattle.protocol.rules import PRESETS, RuleSet, SunkReport
 from seabattle.protocol.verdict import Result
 
 __all__ = [
+    "GAME_LEGEND",
     "LEGEND",
+    "Spectator",
     "board_glyph",
     "describe_rules",
     "explain_end",
@@ -36,6 +40,8 @@ __all__ = [
     "render_grids",
     "render_placement",
     "rules_panel",
+    "seat_names",
+    "ship_letter",
     "ship_list",
 ]
 
@@ -52,8 +58,34 @@ _MARK: dict[Result | None, Glyph] = {
 _CROSSED: Glyph = ("-", "dim")
 _START: Glyph = ("+", "yellow")  # the game screen: where the next ship may start
 
-#: One line that says what every glyph means.
+#: One line that says what every glyph means (``show``'s grids, where a ship is an ``O``).
 LEGEND = "~ water  O ship  X hit  # sunk  . miss  - crossed out (no ship can be there)  ? unknown"
+
+#: The letters a player's ships are drawn with, in fleet order: each ship its own, so that ships
+#: that touch can be told apart. ``O`` and ``X`` are left out: they read as a ship and a hit.
+_SHIP_LETTERS = "ABCDEFGHIJKLMNPQRSTUVWYZ"
+#: Alternate shades for ships afloat and ships sunk, by fleet order: a second cue beside the letter.
+_AFLOAT_STYLES = ("green", "bold bright_green")
+_SUNK_STYLES = ("red", "bold magenta")
+
+#: :data:`LEGEND` for the game's grids (line mode and screen), where each ship has its letter.
+GAME_LEGEND = (
+    "~ water  A B C.. ships (one letter a ship, red once sunk)  X hit  # sunk  . miss  "
+    "- crossed out (no ship can be there)  ? unknown"
+)
+
+
+def ship_letter(k: int) -> str:
+    """The letter ship ``k`` (its index in the fleet) is drawn with on the game's grids."""
+    return _SHIP_LETTERS[k % len(_SHIP_LETTERS)]
+
+
+def _afloat_glyph(k: int) -> Glyph:
+    return ship_letter(k), _AFLOAT_STYLES[k % 2]
+
+
+def _sunk_glyph(k: int) -> Glyph:
+    return ship_letter(k), _SUNK_STYLES[k % 2]
 
 
 def grid_lines(
@@ -99,20 +131,29 @@ _grid = grid_lines
 
 def board_glyph(board: Board, own: list[int] | None) -> Callable[[int], Glyph]:
     """What each cell of ``board`` shows: shots and their results, crossed-out cells, and the
-    ships of ``own`` (an occupancy list: ours, or a revealed fleet) under them."""
+    ships of ``own`` (an occupancy list: ours, or a revealed fleet) under them.
+
+    A ship whose cells are known is drawn with its letter (:func:`ship_letter`): green afloat,
+    red once sunk, so that ships that touch read as two. A sunk cell whose ship is not known
+    (the rules did not show it) is a ``#``."""
     # A sunk ship is drawn whole where its cells are known: shown by the rules, or ours/revealed.
     cols = board.rules.cols
-    sunk = {c.index(cols) for cells in board.sunk.values() if cells for c in cells}
+    ship_at = {c.index(cols): k for k, cells in board.sunk.items() if cells for c in cells}
+    sunk = set(ship_at)
     if own is not None:
+        ship_at.update((i, o - 1) for i, o in enumerate(own) if o)
         sunk.update(i for i, o in enumerate(own) if o and o - 1 in board.sunk)
 
     def glyph(i: int) -> Glyph:
         if i in board.fired:
-            return _MARK[Result.SUNK] if i in sunk else _MARK[board.fired[i]]
+            if i not in sunk:
+                return _MARK[board.fired[i]]
+            k = ship_at.get(i)
+            return _MARK[Result.SUNK] if k is None else _sunk_glyph(k)
         if i in board.crossed:
             return _CROSSED
         if own is not None and own[i]:
-            return _SHIP
+            return _afloat_glyph(own[i] - 1)
         return _WATER
 
     return glyph
@@ -186,7 +227,7 @@ def placement_glyph(
         if preview is not None and i in preview:
             return ("o", "bold green") if preview[i] else ("o", "bold red")
         if occ[i]:
-            return _SHIP
+            return _afloat_glyph(occ[i] - 1)
         return _START if i in starts else _WATER
 
     return glyph
@@ -197,7 +238,8 @@ def ship_list(rules: RuleSet, placed: Mapping[int, Placement], next_ship: int | 
     ships = [Text("ships", style="bold"), Text("")]
     for k, spec in enumerate(rules.fleet):
         at = placed.get(k)
-        line = Text(f"{spec.name} ({spec.length})".ljust(20))
+        line = Text(ship_letter(k) + " ", style=_AFLOAT_STYLES[k % 2])
+        line.append(f"{spec.name} ({spec.length})".ljust(20))
         if at is not None:
             way = "" if spec.length == 1 else " down" if at.vertical else " across"
             line.append(f"{at.cells(1)[0].label()}{way}", style="green")
@@ -207,6 +249,60 @@ def ship_list(rules: RuleSet, placed: Mapping[int, Placement], next_ship: int | 
             line.append("-", style="dim")
         ships.append(line)
     return ships
+
+
+# ================================================================================================
+# Names
+# ================================================================================================
+
+#: The longest display name shown beside a board (a longer one is cut, ending in ``…``).
+_NAME_WIDTH = 20
+
+
+def _entry(table: Any, seat: int, player: str | None) -> Any:
+    """What ``table`` (a list by seat, or a map by seat or player id) holds for ``seat``."""
+    if isinstance(table, list | tuple):
+        return table[seat] if seat < len(table) else None
+    if isinstance(table, Mapping):
+        for key in (seat, str(seat), player):
+            if key is not None and key in table:
+                return table[key]
+    return None
+
+
+def _rating(value: Any) -> int | None:
+    if isinstance(value, Mapping):
+        value = next((value[k] for k in ("rating", "new", "r") if k in value), None)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return round(value)
+    return None
+
+
+def seat_names(players: Any = (), names: Any = None, ratings: Any = None) -> list[str]:
+    """Both seats as people know them: the display name, with the rating when known
+    (``alice (1523)``), or else the start of the player's id, or else ``seat N``.
+
+    Lenient about the form, since it comes off the wire: ``names`` is a list by seat or a map (by
+    seat or player id) of a name or a ``{name, rating}`` map; ``ratings`` the same, of a number
+    or a ``{rating}`` / ``{old, new}`` map."""
+    out = []
+    ids = [str(p) for p in players] if isinstance(players, list | tuple) else []
+    for seat in (0, 1):
+        player = ids[seat] if seat < len(ids) and ids[seat] else None
+        entry = _entry(names, seat, player)
+        name: Any = entry
+        rating = _rating(_entry(ratings, seat, player))
+        if isinstance(entry, Mapping):
+            name = next((entry[k] for k in ("name", "display", "display_name") if k in entry), None)
+            rating = _rating(entry) if rating is None else rating
+        label = " ".join(str(name).split()) if isinstance(name, str) else ""
+        if len(label) > _NAME_WIDTH:
+            label = label[: _NAME_WIDTH - 1] + "…"
+        label = label or (player[:8] if player else f"seat {seat}")
+        out.append(label if rating is None else f"{label} ({rating})")
+    if out[0] == out[1]:  # two players who kept the default name: told apart by seat
+        out = [f"{out[s]} (seat {s})" for s in (0, 1)]
+    return out
 
 
 # ================================================================================================
@@ -388,5 +484,294 @@ def render_end(
         parts.append(render_grids(game, seat, fleet, their_fleet, width))
         if their_fleet is None:
             parts.append(Text("their fleet was not revealed in this game", style="dim"))
-        parts.append(Text(LEGEND, style="dim"))
+        parts.append(Text(GAME_LEGEND, style="dim"))
     return Group(*parts)
+
+
+# ================================================================================================
+# Spectators (seabattle watch)
+# ================================================================================================
+
+#: How many of the latest events the board view of ``watch`` lists under the boards.
+_RECENT = 5
+
+
+def _board_from_view(rules: RuleSet, d: Any) -> Board:
+    """A :class:`Board` as a snapshot's public view has it (spec 6.6): the shots before we came."""
+    board = Board(rules)
+    if not isinstance(d, Mapping):
+        return board
+    cols = rules.cols
+    for i, result in d.get("fired", ()):
+        board.fired[int(i)] = Result(result) if result is not None else None
+    for k, cells in d.get("sunk", ()):
+        shown = tuple(Cell(*divmod(int(i), cols)) for i in cells) if cells else None
+        board.sunk[int(k)] = shown
+    crossed = d.get("crossed")
+    if crossed:
+        board.cross(int(i) for i in crossed)
+    board.hits = int(d.get("hits", 0))
+    return board
+
+
+class Spectator:
+    """What a spectator knows of a match (``seabattle watch``), from its snapshot on.
+
+    :meth:`feed` takes the snapshot, then each public event, and returns the event as one line
+    of text (the plain mode); :meth:`view` draws what is known as both boards, with the names,
+    whose turn it is, the clock, the ships afloat and the latest events. Pure: the shell passes
+    the time (``now``, in seconds on any one clock) with each call.
+    """
+
+    def __init__(self) -> None:
+        self.match = b""
+        self.rules: RuleSet | None = None
+        self.mode = "?"
+        self.players: list[str] = []
+        self.names = seat_names()
+        self.game = 0
+        self.phase = "?"
+        self.turn: int | None = None
+        self.shots = 0
+        self.boards = [Board(PRESETS["classic"]), Board(PRESETS["classic"])]
+        self.fleets: list[Fleet | None] = [None, None]
+        self.wins = [0, 0]
+        #: The clock running: its kind, the seat it runs for (``None``: both), when it ends.
+        self.clock: tuple[str, int | None, float] | None = None
+        self.outcome: Mapping[str, Any] | None = None
+        self.result: Mapping[str, Any] | None = None
+        #: The match is over (``match_over``, or a snapshot of a finished match).
+        self.finished = False
+        self.recent: list[str] = []
+
+    def who(self, seat: Any) -> str:
+        """A seat as people know it."""
+        return self.names[seat] if seat in (0, 1) else "nobody"
+
+    # -- events ----------------------------------------------------------------------------------
+
+    def feed(self, msg: m.Message, now: float) -> str:
+        """Take ``msg`` in; what it says, as one line."""
+        line = self._line(msg, now)
+        if not isinstance(msg, m.Snapshot):
+            self.recent = [*self.recent, line][-_RECENT:]
+        return line
+
+    def _line(self, msg: m.Message, now: float) -> str:
+        g = f"game {getattr(msg, 'game', '?')}: "
+        if isinstance(msg, m.Snapshot):
+            return self._snapshot(msg, now)
+        if isinstance(msg, m.GameStart):
+            self._new_game(msg.game)
+            first = "" if msg.first is None else f", {self.who(msg.first)} fires first"
+            return f"{g}begins{first}"
+        if isinstance(msg, m.Committed):
+            return f"{g}{self.who(msg.seat)} placed a fleet"
+        if isinstance(msg, m.Firing):
+            self.phase, self.turn, self.clock = "firing", msg.first, None
+            return f"{g}both fleets are placed, {self.who(msg.first)} fires first"
+        if isinstance(msg, m.Clock):
+            self.clock = (msg.kind, msg.seat, now + msg.seconds)
+            who = "" if msg.seat is None else f" for {self.who(msg.seat)}"
+            return f"{g}{msg.kind} clock, {msg.seconds} s{who}"
+        if isinstance(msg, m.ShotCalled):
+            what = "radar at" if msg.radar else "fires at"
+            self.clock = None  # the mover's clock stopped; the answer clock is not announced
+            return f"{g}shot {msg.n}: {self.who(msg.seat)} {what} {' '.join(msg.cells)}"
+        if isinstance(msg, m.VerdictMsg):
+            said = self._verdict(msg)
+            self.turn, self.shots = msg.next, max(self.shots, msg.n)
+            nxt = "firing is over" if msg.next is None else f"{self.who(msg.next)} next"
+            return f"{g}shot {msg.n}: {said}; {nxt}"
+        if isinstance(msg, m.ShotLost):
+            self.turn, self.clock = msg.next, None
+            lost = f"{self.who(msg.seat)} lost a shot ({msg.why})"
+            return f"{g}{lost}; {self.who(msg.next)} next"
+        if isinstance(msg, m.RevealNow):
+            self.phase, self.turn, self.clock = "reveal", None, None
+            return f"{g}{self.who(msg.winner)} sank the last ship: both fleets are revealed"
+        if isinstance(msg, m.Revealed):
+            return g + self._revealed(msg)
+        if isinstance(msg, m.GameOver):
+            self.phase, self.turn, self.clock, self.outcome = "over", None, None, msg.outcome
+            w = msg.outcome.get("winner")
+            if w in (0, 1):
+                self.wins[w] += 1
+            return f"{g}over: {self._ending(msg.outcome)}"
+        if isinstance(msg, m.MatchOver):
+            self.result, self.finished, self.clock = msg.result, True, None
+            return self._match_over(msg)
+        return f"{msg.TAG}"
+
+    def _new_game(self, number: int) -> None:
+        self.game, self.phase, self.turn, self.shots = number, "setup", None, 0
+        self.clock, self.outcome, self.fleets = None, None, [None, None]
+        if self.rules is not None:
+            self.boards = [Board(self.rules), Board(self.rules)]
+
+    def _snapshot(self, msg: m.Snapshot, now: float) -> str:
+        from seabattle.protocol.rules import BadRules, rules_from_dict
+
+        v = msg.view
+        self.match = msg.match
+        players = v.get("players")
+        self.players = [str(p) for p in players] if isinstance(players, list) else []
+        self.names = seat_names(self.players, v.get("names"), v.get("ratings"))
+        try:
+            rules = v.get("rules")
+            self.rules = rules_from_dict(rules) if isinstance(rules, dict) else None
+        except BadRules:
+            self.rules = None
+        self.mode = str(v.get("mode", "?"))
+        self.game, self.phase = int(v.get("game", 0) or 0), str(v.get("phase", "?"))
+        turn = v.get("turn")
+        self.turn = turn if turn in (0, 1) else None
+        self.shots = int(v.get("shots", 0) or 0)
+        wins = v.get("wins")
+        if isinstance(wins, list) and len(wins) == 2:
+            self.wins = [int(w) for w in wins]
+        self.outcome = v.get("outcome") if isinstance(v.get("outcome"), dict) else None
+        self.finished = v.get("over") is True
+        boards: Any = v.get("boards") or []
+        if self.rules is not None:
+            try:
+                self.boards = [_board_from_view(self.rules, boards[s]) for s in (0, 1)]
+            except (TypeError, ValueError, IndexError, KeyError):
+                self.boards = [Board(self.rules), Board(self.rules)]
+        clock = v.get("clock")
+        if isinstance(clock, dict) and isinstance(clock.get("left"), int):
+            kind = str(clock.get("kind", "?"))
+            seat = self.turn if kind == "shot" else None
+            self.clock = (kind, seat, now + clock["left"])
+        name = self.rules.name if self.rules is not None else "unknown rules"
+        parts = [f"watching match {msg.match.hex()}: {name}, {self.mode} mode"]
+        if "game" in v:
+            parts.append(f"game {v['game']} ({v.get('phase')})")
+        scores = v.get("scores")
+        if isinstance(scores, list) and len(scores) == 2:
+            parts.append(f"score {scores[0]}-{scores[1]}")
+        parts.append(f"{self.names[0]} against {self.names[1]}")
+        if self.shots:
+            parts.append(f"{self.shots} shot(s) so far")
+        return ", ".join(parts)
+
+    def _verdict(self, msg: m.VerdictMsg) -> str:
+        from seabattle.protocol.errors import ProtocolError
+        from seabattle.protocol.grid import parse_cell
+        from seabattle.protocol.verdict import Verdict
+
+        from .tui import describe_verdict
+
+        said = f"{self.who(msg.seat)} at {' '.join(msg.cells)}"
+        rules = self.rules
+        if rules is None:
+            return said
+        try:
+            cells = tuple(parse_cell(c, rules.rows, rules.cols) for c in msg.cells)
+            v = Verdict.from_dict(msg.verdict)
+            target = self.boards[1 - msg.seat] if msg.seat in (0, 1) else None
+            if target is not None:
+                if msg.radar:
+                    target.radar_used = True
+                else:
+                    target.record(cells, v)
+            return f"{self.who(msg.seat)}: " + describe_verdict(rules, cells, msg.radar, v)
+        except (ProtocolError, ValueError, KeyError, TypeError):
+            return said  # a verdict this client cannot read is still an event
+
+    def _revealed(self, msg: m.Revealed) -> str:
+        from seabattle.protocol.commit import Reveal
+        from seabattle.protocol.errors import ProtocolError
+
+        if msg.fault:
+            return f"{self.who(msg.seat)} revealed a fleet: {msg.fault}"
+        if msg.seat in (0, 1) and self.rules is not None:
+            try:
+                fleet = Reveal.from_dict(msg.reveal).fleet
+                fleet.validate(self.rules)
+                self.fleets[msg.seat] = fleet
+            except (ProtocolError, ValueError, KeyError, TypeError):
+                pass  # not drawn; the line still says it came
+        return f"{self.who(msg.seat)} revealed a fleet, checked"
+
+    def _ending(self, outcome: Mapping[str, Any]) -> str:
+        w = outcome.get("winner")
+        reason = str(outcome.get("reason", "")).replace("_", " ")
+        head = "a draw" if w not in (0, 1) else f"{self.who(w)} won"
+        return f"{head} ({reason})" if reason else head
+
+    def _match_over(self, msg: m.MatchOver) -> str:
+        r = msg.result
+        w = r.get("winner")
+        line = "match over: " + ("a draw" if w not in (0, 1) else f"{self.who(w)} won")
+        scores = r.get("scores")
+        if isinstance(scores, list) and len(scores) == 2:
+            line += f" {scores[0]}-{scores[1]}"
+        return line + f" (record: seabattle record fetch {msg.match.hex()})"
+
+    # -- drawing ---------------------------------------------------------------------------------
+
+    def view(self, now: float, width: int | None = None) -> RenderableType:
+        """Both boards as they stand, headed by the match, with the latest events under them."""
+        rules = self.rules
+        if rules is None:
+            return Text("waiting for the match's snapshot...", style="dim")
+        head = Text(f"match {self.match.hex()[:12]}", style="bold")
+        head.append(f"  {rules.name} · {self.mode} · game {self.game}")
+        head.append(f" · games won {self.wins[0]}-{self.wins[1]}")
+        if self.shots:
+            head.append(f" · shot {self.shots}")
+        sides = [self._side(s, now) for s in (0, 1)]
+        tall = max(len(x) for x in sides)
+        for x in sides:
+            x += [Text("")] * (tall - len(x))
+        parts: list[RenderableType] = [head, _side_by_side(sides[0], sides[1], width)]
+        parts.append(self._status())
+        if self.recent:
+            parts.append(Text("\n".join(self.recent), style="dim"))
+        return Group(*parts)
+
+    def _side(self, seat: int, now: float) -> list[Text]:
+        rules = self.rules
+        assert rules is not None
+        fleet = self.fleets[seat]
+        occ = fleet.occupancy(rules) if fleet is not None else None
+        title = Text(self.names[seat], style="bold")
+        if self.turn == seat and self.phase == "firing" and not self.finished:
+            title.append("  ")
+            title.append(" TO MOVE ", style="bold black on green")
+        lines = grid_lines(rules, board_glyph(self.boards[seat], occ), title)
+        lines.append(self._clock(seat, now))
+        board = self.boards[seat]
+        n = len(rules.fleet)
+        if fleet is not None:
+            afloat = Text(f"ships afloat: {n - len(board.sunk)} of {n} (fleet revealed)")
+        elif rules.sunk is SunkReport.SILENT:
+            afloat = Text(f"ships afloat: ? of {n} (sinkings are not told)", style="dim")
+        else:
+            afloat = Text(f"ships afloat: {n - len(board.sunk)} of {n}")
+        lines.append(afloat)
+        return lines
+
+    def _clock(self, seat: int, now: float) -> Text:
+        c = self.clock
+        if c is None or c[1] not in (None, seat) or self.finished:
+            return Text("no clock running", style="dim")
+        left = max(0, math.ceil(c[2] - now))
+        return Text(f"{c[0]} clock {left} s", style="bold red" if left <= 10 else "bold")
+
+    def _status(self) -> Text:
+        if self.finished:
+            r = self.result or {}
+            w = r.get("winner") if self.result else (self.outcome or {}).get("winner")
+            head = "a draw" if w not in (0, 1) else f"{self.who(w)} won"
+            return Text(f" MATCH OVER: {head} ", style="bold white on magenta")
+        if self.phase == "over" and self.outcome is not None:
+            return Text(f" GAME OVER: {self._ending(self.outcome)} ", style="bold white on magenta")
+        if self.phase == "setup":
+            return Text(" placing the fleets ", style="bold")
+        if self.phase == "reveal":
+            return Text(" revealing the fleets ", style="bold")
+        if self.turn in (0, 1):
+            return Text(f" LIVE: {self.who(self.turn)} to move ", style="bold black on green")
+        return Text(f" LIVE: {self.phase} ", style="bold")

@@ -41,7 +41,7 @@ import asyncio
 import math
 import random
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import suppress
 from typing import Any, TypeVar
 
@@ -56,7 +56,7 @@ from seabattle.protocol.grid import Cell
 from seabattle.protocol.rules import RuleSet
 
 from .render import (
-    LEGEND,
+    GAME_LEGEND,
     explain_end,
     explain_refusal,
     rules_panel,
@@ -87,6 +87,8 @@ class ScreenUI:
         self.title = "seabattle"
         #: The clock that runs now, for either seat (the refereed shell sets it; peers have none).
         self.clocks: ClockSource | None = None
+        #: Both seats as people know them (:func:`~seabattle.cli.render.seat_names`), if known.
+        self.names: list[str] | None = None
         self.rules: RuleSet | None = None
         self.seat = 0
         self.game: Game | None = None
@@ -183,7 +185,7 @@ class ScreenUI:
         elif low == "rules" and self.rules is not None:
             self.show_rules(self.rules)
         elif low in ("help", "?"):
-            self.say(LEGEND, "dim")
+            self.say(GAME_LEGEND, "dim")
         else:
             self.say("not now: wait for your turn (the line at the top says whose it is)", "yellow")
 
@@ -207,9 +209,13 @@ class ScreenUI:
         self.rules = rules
         self.say(rules_panel(rules, peer=peer))
 
-    def match(self, title: str, clocks: ClockSource | None) -> None:
-        """What the header names (the match, the seat), and where the running clock is read."""
+    def match(
+        self, title: str, clocks: ClockSource | None, names: Sequence[str] | None = None
+    ) -> None:
+        """What the header names (the match, the players), where the running clock is read, and
+        both seats' names (shown over their boards' clocks)."""
         self.title, self.clocks = title, clocks
+        self.names = None if names is None or len(names) < 2 else [str(n) for n in names[:2]]
         self._push()
 
     def show(self, game: Game | None, seat: int, fleet: Fleet | None) -> None:
@@ -244,8 +250,20 @@ class ScreenUI:
         self.over = f"game {number} over: " + explain_end(outcome, seat)
         self.say(self.over, "bold")
         self.say(f"  reason: {outcome.get('reason')}", "dim")
-        if their_fleet is None:
+        if self.their_fleet is None:
             self.say("their fleet was not revealed in this game", "dim")
+
+    def revealed(self, number: int, seat: int, fleet: Fleet) -> None:
+        """The opponent's fleet of game ``number``, revealed (at its end, or after it): drawn
+        under our shots on their board, the game-over screen's included."""
+        g = self.game
+        if g is not None and g.number != number:
+            return
+        late = self.over is not None and self.their_fleet is None
+        self.their_fleet = fleet
+        if late:
+            self.say("their fleet is revealed: it is drawn on their board", "dim")
+        self._push()
 
     async def ask(self, prompt: str, on_key: Callable[[str], str | None] | None = None) -> str:
         """Show ``prompt``, read one line (or a key that ``on_key`` turns into one); raises
@@ -295,10 +313,8 @@ class ScreenUI:
             while not placer.done:
                 k = placer.next_ship
                 assert k is not None
-                spec = rules.fleet[k]
                 self.starts = legal_starts(placer, k, self.vertical)
-                way = "" if spec.length == 1 else " down" if self.vertical else " across"
-                line = await self.ask(f"place {spec.name} ({spec.length}){way}: ", self._placing)
+                line = await self.ask(self._place_prompt(), self._placing)
                 if line.lower() in ("turn", "rotate", "t"):
                     self.vertical = not self.vertical
                     continue
@@ -317,6 +333,15 @@ class ScreenUI:
         self.cursor = Cell(rules.rows // 2, rules.cols // 2)
         return self.fleet
 
+    def _place_prompt(self) -> str:
+        """What the line asks while placing: the ship, and the way it lies now."""
+        placer = self.placer
+        if placer is None or placer.next_ship is None:
+            return self.prompt
+        spec = placer.rules.fleet[placer.next_ship]
+        way = "" if spec.length == 1 else " down" if self.vertical else " across"
+        return f"place {spec.name} ({spec.length}){way}: "
+
     def _directed(self, line: str) -> str:
         """``A1`` (or ``Cruiser A1``) lies the way the ship is turned on the screen."""
         words = line.split()
@@ -330,6 +355,8 @@ class ScreenUI:
             placer = self.placer
             if placer is not None and placer.next_ship is not None:
                 self.starts = legal_starts(placer, placer.next_ship, self.vertical)
+                # The line says the way it lies too, and a cell typed there is placed that way.
+                self.prompt = self._place_prompt()
             return None
         if key == "enter":
             return f"{self.cursor.label()} {'down' if self.vertical else 'across'}"

@@ -169,6 +169,9 @@ class ScreenApp(App[None]):
         self._hint = ""
         self._shown: View | None = None
         self._hint_shown = ""
+        #: The widest each side has been in this layout (placing, or the boards): a side never
+        #: narrows within it, so a board does not shift when a clock stops or the game ends.
+        self._widths = [0, 0]
 
     def compose(self) -> ComposeResult:
         yield Static(id="header")
@@ -208,12 +211,23 @@ class ScreenApp(App[None]):
             old: Text | None = None if last is None else getattr(last, name)
             if old is None or old != new:
                 self.query_one(f"#{name}", Static).update(new, layout=_size(old) != _size(new))
+        self._keep_widths(view, last is None or last.board != view.board)
         if last is None or last.prompt != view.prompt:
             self.query_one("#prompt", Static).update(Text(view.prompt, style="bold"))
         self._shown = view
         self._board = view.board
         self._hint = view.hint
         self._show_hint()
+
+    def _keep_widths(self, view: View, new_layout: bool) -> None:
+        for k, side in enumerate(("left", "right")):
+            grid: Text = getattr(view, side)
+            info: Text = getattr(view, f"{side}_info")
+            width = max(_size(grid)[1], _size(info)[1])
+            if new_layout or width > self._widths[k]:
+                self._widths[k] = width
+                # The content's width: the side's padding (CSS) comes on top of it.
+                self.query_one(f"#{side}", Board).styles.min_width = width
 
     def _show_hint(self) -> None:
         # Which of the two has the keys, said in words: a terminal shows no focus ring.

@@ -179,14 +179,18 @@ def _boards_view(ui: ScreenUI, rules: RuleSet) -> tuple[Text, Text, Text, Text]:
 
 
 def _clock_line(ui: ScreenUI, seat: int) -> Text:
+    """The seat's name (when the match has names: a server's), then its clock and time used."""
     who = "you" if seat == ui.seat else "opponent"
+    text = Text("")
+    if ui.names is not None:
+        text.append(ui.names[seat], style="bold")
+        text.append("\n")
     c = ui.clocks() if ui.clocks is not None else None
     g = ui.game
+    text.append(f"{who}: ")
     if c is not None and (g is None or c.game == g.number) and c.seat in (None, seat):
-        text = Text(f"{who}: ")
         text.append_text(_clock_text(c))
     else:
-        text = Text(f"{who}: ")
         text.append("no clock running" if ui.clocks is not None else "no clock", style="dim")
     text.append(f" · used {_used(ui.used[seat])}", style="dim")
     return text

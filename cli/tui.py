@@ -22,7 +22,7 @@ import random
 import re
 import sys
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Final, Literal, Protocol, TextIO
 
@@ -32,6 +32,7 @@ from rich.text import Text
 from seabattle.bots.placement import HELP as PLACEMENT_HELP
 from seabattle.bots.placement import PlacementRefused, Placer, off_loop
 from seabattle.client.match import RunningClock
+from seabattle.protocol import messages as m
 from seabattle.protocol.errors import ProtocolError
 from seabattle.protocol.fleet import Fleet
 from seabattle.protocol.game import Game
@@ -40,7 +41,8 @@ from seabattle.protocol.rules import RuleSet, SunkReport
 from seabattle.protocol.verdict import Verdict
 
 from .render import (
-    LEGEND,
+    GAME_LEGEND,
+    Spectator,
     explain_refusal,
     house_badge,
     render_end,
@@ -64,6 +66,7 @@ __all__ = [
     "screen_wanted",
     "shot_hint",
     "typed_move",
+    "watch_match",
 ]
 
 #: Reads the line typed at ``prompt``; ``None`` at the end of input.
@@ -114,8 +117,14 @@ class GameUI(Protocol):
     def show_rules(self, rules: RuleSet, *, peer: bool = False) -> None:
         """The rule set and its house rules."""
 
-    def match(self, title: str, clocks: ClockSource | None) -> None:
-        """The match's name, and where the clock running now (for either seat) is read."""
+    def match(
+        self, title: str, clocks: ClockSource | None, names: Sequence[str] | None = None
+    ) -> None:
+        """The match's name, where the clock running now (for either seat) is read, and both
+        seats' names (:func:`~seabattle.cli.render.seat_names`)."""
+
+    def revealed(self, number: int, seat: int, fleet: Fleet) -> None:
+        """The opponent's fleet of game ``number``, revealed (at its end, or after it)."""
 
     def show(self, game: Game | None, seat: int, fleet: Fleet | None) -> None:
         """The state of the game changed."""
@@ -185,7 +194,7 @@ def typed_move(
     low = text.lower()
     if low in ("help", "?"):
         ui.say(MOVE_HELP + ("; 'resign' gives up this game" if can_resign else ""))
-        ui.say(LEGEND, "dim")
+        ui.say(GAME_LEGEND, "dim")
     elif low == "rules":
         ui.show_rules(rules)
     elif low == "resign" and can_resign:
@@ -277,6 +286,8 @@ class TerminalUI:
         self.echo = read is not None
         self.rng = rng or random.SystemRandom()
         self._prompt: str | None = None
+        #: The last game_over: number, game, seat, our fleet, theirs (for a reveal after it).
+        self._end: tuple[int, Game | None, int, Fleet | None, Fleet | None] | None = None
 
     # -- output ----------------------------------------------------------------------------------
 
@@ -306,8 +317,21 @@ class TerminalUI:
         """The rule set, its house rules and 003's badge, before the first game."""
         self.say(rules_panel(rules, peer=peer))
 
-    def match(self, title: str, clocks: ClockSource | None) -> None:
+    def match(
+        self, title: str, clocks: ClockSource | None, names: Sequence[str] | None = None
+    ) -> None:
         """What the game screen heads its page with; the line mode has said it already."""
+
+    def revealed(self, number: int, seat: int, fleet: Fleet) -> None:
+        """A reveal after the game's end was printed: both grids again, their fleet on its own."""
+        end = self._end
+        if end is None or end[0] != number or end[4] is not None:
+            return  # before the end: game_over is handed it with the rest
+        self._end = (*end[:4], fleet)
+        _, game, mine, ours, _ = end
+        self.say(Text("their fleet, revealed:", style="bold"))
+        if game is not None:
+            self.say(render_grids(game, mine, ours, fleet, self.console.width))
 
     def show(self, game: Game | None, seat: int, fleet: Fleet | None) -> None:
         """The state changed; the line mode draws the grids only when it asks for a shot."""
@@ -322,6 +346,7 @@ class TerminalUI:
         their_fleet: Fleet | None,
     ) -> None:
         """The reason, then both fleets with every shot on them."""
+        self._end = (number, game, seat, fleet, their_fleet)
         self.say(render_end(number, game, seat, outcome, fleet, their_fleet, self.console.width))
 
     # -- input -----------------------------------------------------------------------------------
@@ -458,3 +483,63 @@ class TerminalUI:
                 move = typed_move(self, text, rules, count, can_resign)
                 if move != AGAIN:
                     return move
+
+
+# ================================================================================================
+# Watching (seabattle watch)
+# ================================================================================================
+
+#: How often the board view of ``watch`` is drawn again for its clock (seconds).
+_WATCH_TICK = 0.5
+
+
+async def watch_match(
+    events: AsyncIterable[m.Message],
+    *,
+    board: bool,
+    console: Console | None = None,
+    echo: Callable[[str], None] | None = None,
+) -> bool:
+    """``seabattle watch``: follow a match from its snapshot (the shots before we came are in
+    it) through its public events (:class:`~seabattle.cli.render.Spectator`); whether it ended.
+
+    ``board``: both boards, drawn again in place at every event and as the clock runs, when
+    standard output is a terminal that can (not ``TERM=dumb``); otherwise one line of text an
+    event, through ``echo`` (a pipe, a log, ``--plain``).
+    """
+    import os
+
+    spectator = Spectator()
+    term = os.environ.get("TERM", "")
+    if not (board and sys.stdout.isatty() and term not in ("", "dumb")):
+        say = echo or (lambda line: print(line, flush=True))
+        async for msg in events:
+            say(spectator.feed(msg, trio.current_time()))
+            if spectator.finished:
+                return True
+        return False
+    from rich.live import Live
+
+    console = console or Console()
+    # Drawn from this task only (no refresh thread): the spectator is never read mid-update.
+    with Live(console=console, auto_refresh=False, transient=False) as live:
+
+        def draw() -> None:
+            live.update(spectator.view(trio.current_time(), console.width), refresh=True)
+
+        async def tick() -> None:
+            while True:
+                await trio.sleep(_WATCH_TICK)
+                draw()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(tick)
+            async for msg in events:
+                spectator.feed(msg, trio.current_time())
+                draw()
+                if spectator.finished:
+                    break
+            nursery.cancel_scope.cancel()
+    if spectator.finished and spectator.recent:
+        console.print(Text(spectator.recent[-1], style="bold"), soft_wrap=True)
+    return spectator.finished

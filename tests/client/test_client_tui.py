@@ -43,4 +43,7 @@ def test_render_shows_fleet_hits_and_misses() -> None:
     assert "your fleet" in text and "target" in text
     first_row = text.splitlines()[2]
     assert first_row.split()[1] == "X"  # our carrier, hit at A1
-    assert "O" in first_row
+    assert first_row.split()[2:6] == ["A"] * 4  # the rest of it: ship A, the fleet's first
+    second_row = text.splitlines()[3]
+    assert second_row.split()[1] == "~"
+    assert text.splitlines()[4].split()[1:5] == ["B"] * 4  # the Battleship (fleet's second)
