@@ -92,107 +92,13 @@ def _event_json(msg: m.Message) -> dict[str, Any]:
     return dict(out)
 
 
-class _Narrator:
-    """One line of text per public event, in the terms of the match's rules when known."""
-
-    def __init__(self) -> None:
-        self.rules: Any = None  # a RuleSet, once the snapshot has named it
-        self.players: list[str] = []
-
-    def seat(self, s: int | None) -> str:
-        if s is None:
-            return "-"
-        if len(self.players) == 2:
-            return f"seat {s} ({self.players[s][:8]})"
-        return f"seat {s}"
-
-    def line(self, msg: m.Message) -> str:
-        g = f"game {getattr(msg, 'game', '?')}: "
-        if isinstance(msg, m.Snapshot):
-            return self._snapshot(msg)
-        if isinstance(msg, m.GameStart):
-            return f"{g}begins, {self.seat(msg.first)} fires first"
-        if isinstance(msg, m.Committed):
-            return f"{g}{self.seat(msg.seat)} committed its fleet"
-        if isinstance(msg, m.Firing):
-            return f"{g}both fleets committed, {self.seat(msg.first)} fires first"
-        if isinstance(msg, m.Clock):
-            who = "" if msg.seat is None else f" for {self.seat(msg.seat)}"
-            return f"{g}{msg.kind} clock, {msg.seconds} s{who}"
-        if isinstance(msg, m.ShotCalled):
-            what = "radar at" if msg.radar else "fires at"
-            return f"{g}shot {msg.n}: {self.seat(msg.seat)} {what} {' '.join(msg.cells)}"
-        if isinstance(msg, m.VerdictMsg):
-            nxt = "firing is over" if msg.next is None else f"{self.seat(msg.next)} next"
-            return f"{g}shot {msg.n}: {self._verdict(msg)}; {nxt}"
-        if isinstance(msg, m.ShotLost):
-            return f"{g}{self.seat(msg.seat)} lost its shot ({msg.why}); {self.seat(msg.next)} next"
-        if isinstance(msg, m.RevealNow):
-            return f"{g}a fleet is sunk ({self.seat(msg.winner)} wins): both fleets are revealed"
-        if isinstance(msg, m.Revealed):
-            fault = f": {msg.fault}" if msg.fault else ", checked"
-            return f"{g}{self.seat(msg.seat)} revealed its fleet{fault}"
-        if isinstance(msg, m.GameOver):
-            o = msg.outcome
-            return f"{g}over, winner {self.seat(o.get('winner'))} ({o.get('reason')})"
-        if isinstance(msg, m.MatchOver):
-            return self._match_over(msg)
-        return f"{msg.TAG}"
-
-    def _snapshot(self, msg: m.Snapshot) -> str:
-        from seabattle.protocol.rules import BadRules, rules_from_dict
-
-        v = msg.view
-        players = v.get("players")
-        if isinstance(players, list) and len(players) == 2:
-            self.players = [str(p) for p in players]
-        rules = v.get("rules")
-        try:
-            self.rules = rules_from_dict(rules) if isinstance(rules, dict) else None
-        except BadRules:
-            self.rules = None
-        name = self.rules.name if self.rules is not None else "unknown rules"
-        parts = [f"watching match {msg.match.hex()}: {name}, {v.get('mode', '?')} mode"]
-        if "game" in v:
-            parts.append(f"game {v['game']} ({v.get('phase')})")
-        scores = v.get("scores")
-        if isinstance(scores, list) and len(scores) == 2:
-            parts.append(f"score {scores[0]}-{scores[1]}")
-        return ", ".join(parts)
-
-    def _verdict(self, msg: m.VerdictMsg) -> str:
-        from seabattle.protocol.errors import ProtocolError
-        from seabattle.protocol.grid import parse_cell
-        from seabattle.protocol.verdict import Verdict
-
-        from .tui import describe_verdict
-
-        said = f"{self.seat(msg.seat)} at {' '.join(msg.cells)}"
-        if self.rules is None:
-            return said
-        try:
-            cells = [parse_cell(c, self.rules.rows, self.rules.cols) for c in msg.cells]
-            return f"{self.seat(msg.seat)}: " + describe_verdict(
-                self.rules, cells, msg.radar, Verdict.from_dict(msg.verdict)
-            )
-        except (ProtocolError, ValueError, KeyError, TypeError):
-            return said  # a verdict this client cannot read is still an event
-
-    def _match_over(self, msg: m.MatchOver) -> str:
-        r = msg.result
-        line = f"match over: winner {self.seat(r.get('winner'))}"
-        scores = r.get("scores")
-        if isinstance(scores, list) and len(scores) == 2:
-            line += f", {scores[0]}-{scores[1]}"
-        return line + f" (record: seabattle record fetch {msg.match.hex()})"
-
-
 @click.command()
 @click.argument("match_id", metavar="MATCH")
 @_SERVER
 @connection_options
 @_KEY
 @_JSON
+@click.option("--plain", is_flag=True, help="One line of text per event, even on a terminal.")
 def watch(
     match_id: str,
     server: str,
@@ -201,16 +107,24 @@ def watch(
     server_key: str | None,
     key: str | None,
     as_json: bool,
+    plain: bool,
 ) -> None:
-    """Watch the running public match MATCH (its id in hex): one line per public event (--json:
-    one JSON object), from its snapshot until it ends."""
+    """Watch the running public match MATCH (its id in hex), from its snapshot until it ends:
+    both boards with the names, the clock and whose turn it is, drawn again at every event (on
+    a terminal), or one line per public event (--plain, or off a terminal; --json: one JSON
+    object)."""
+    from .tui import watch_match
+
     mid = _match_id(match_id)
 
     async def body(client: Client) -> None:
-        tell = _Narrator()
         async with client.watch(mid) as events:
+            if not as_json:
+                ended = await watch_match(events, board=not plain, console=console, echo=click.echo)
+                if ended:
+                    return
             async for msg in events:
-                click.echo(json.dumps(_event_json(msg)) if as_json else tell.line(msg))
+                click.echo(json.dumps(_event_json(msg)))
                 if isinstance(msg, m.MatchOver) or (
                     isinstance(msg, m.Snapshot) and msg.view.get("over") is True
                 ):

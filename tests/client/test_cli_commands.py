@@ -105,9 +105,11 @@ async def test_watch_matches_ladder_and_record_fetch(tmp_path: Path) -> None:
             assert await lines.finish() == 0
             assert await jsonl.finish() == 0
             shown = lines.text.splitlines()
-            assert re.search(r"shot 1: seat \d \([0-9a-f]{8}\) fires at [A-E]\d", lines.text)
-            assert re.search(r"shot 1: seat \d \([0-9a-f]{8}\): [A-E]\d (miss|hit)", lines.text)
-            assert shown[-1].startswith("match over: winner seat ")
+            # Seats by the names the players gave (off a terminal: one line an event).
+            assert "alice against bob" in shown[0]
+            assert re.search(r"shot 1: (alice|bob) fires at [A-E]\d", lines.text)
+            assert re.search(r"shot 1: (alice|bob): [A-E]\d (miss|hit)", lines.text)
+            assert re.match(r"match over: (alice|bob) won 1-0 \(record: ", shown[-1]), shown[-1]
             events = [json.loads(x) for x in jsonl.text.splitlines()]
             assert events[0]["t"] == "snapshot" and events[-1]["t"] == "match_over"
             assert {"shot", "verdict", "revealed"} <= {e["t"] for e in events}
