@@ -228,32 +228,76 @@ def demo(rules_: str, peer: bool, save: str | None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         out = trio.run(_demo_server, rules, tmp) if use_server else trio.run(_demo_peer, rules)
     report = out["report"]
-    result = out["result"]
-    games = report.games
-    shots = sum(g.shots for g in games)
-    console.print(
-        f"[bold]seabattle demo[/bold] ({out['via']}, rules {rules.name}): "
-        f"{_DEMO[0]} bot vs {_DEMO[1]} bot, {len(games)} game(s), {shots} shots"
-    )
-    w = result.get("winner")
-    seats = out["seats"]
-    console.print(f"winner: {'a draw' if w is None else f'{seats[w]} bot (seat {w})'}")
-    for g in games:
-        o = g.outcome or {}
-        console.print(
-            f"  game {g.number}: first seat {g.first}, {g.shots} shots, {o.get('reason')}"
-        )
-    sigs = ", ".join(s["role"] for s in report.signatures if s["ok"])
-    if report.ok:
-        console.print(f"record [green]verifies[/green] (signed by {sigs})")
-    else:
-        console.print(f"record [red]does not verify[/red]: {report.reason}")
+    for line in _demo_lines(rules, out):
+        # One line each, never wrapped by the console: each is written to fit 80 columns.
+        console.print(line, soft_wrap=True)
     if save:
         Path(save).write_bytes(dump_record(out["signed"]))
-        console.print(f"record saved to {save}")
-    console.print(f"done in {time.monotonic() - t0:.2f}s")
+        console.print(f"record saved to {save}", soft_wrap=True, markup=False)
+    console.print(f"done in {time.monotonic() - t0:.2f} s")
     if not report.ok:
         sys.exit(1)
+
+
+def _demo_lines(rules: RuleSet, out: dict[str, Any]) -> list[str]:
+    """What ``demo`` says of its match, in sentences, each line within 80 columns: who played
+    whom, and how, who won and in how many of their own shots, and whether the record verifies.
+    """
+    from rich.markup import escape
+
+    report, seats = out["report"], out["seats"]
+    via = "through a server" if out["via"] == "server" else "peer to peer"
+    lines = [
+        f"[bold]seabattle demo[/bold]: the {_DEMO[0]} bot plays the {_DEMO[1]} bot, {via}",
+        f"rules: {escape(rules.name[:48])} ({rules.rows} x {rules.cols}, {len(rules.fleet)} ships)",
+    ]
+    fired = _shots_by_seat(out["signed"])
+    many = len(report.games) > 1
+    for g in report.games:
+        o = g.outcome or {}
+        w: Any = o.get("winner")
+        shots = fired.get(g.number, [0, 0])
+        first = f"{seats[g.first]} fired first" if g.first in seats else ""
+        if w in seats:
+            said = f"{seats[w]} won in {shots[w]} shots against {seats[1 - w]}"
+        else:
+            said = f"{_DEMO[0]} and {_DEMO[1]} drew, after {sum(shots)} shots"
+        reason = str(o.get("reason", "")).replace("_", " ")
+        why = "; ".join(x for x in (reason, first) if x)
+        lines.append(f"{f'  game {g.number}: ' if many else ''}{said} ({why})")
+    if many:
+        w = out["result"].get("winner")
+        wins = out["result"].get("wins") or [0, 0]
+        if w in seats:
+            lines.append(f"{seats[w]} won the match {wins[w]}-{wins[1 - w]} against {seats[1 - w]}")
+        else:
+            lines.append(f"the match between {_DEMO[0]} and {_DEMO[1]} is drawn")
+    sigs = [s["role"] for s in report.signatures if s["ok"]]
+    signed = (
+        "the referee and both players"
+        if sorted(sigs) == ["referee", "seat0", "seat1"]
+        else "both players"
+        if sorted(sigs) == ["seat0", "seat1"]
+        else ", ".join(sigs) or "nobody"
+    )
+    if report.ok:
+        lines.append(f"the signed record [green]verifies[/green]: signed by {signed}")
+    else:
+        lines.append(f"the record [red]does not verify[/red]: {report.reason[:50]}")
+    return lines
+
+
+def _shots_by_seat(signed: dict[str, Any]) -> dict[int, list[int]]:
+    """Each game's shots fired by each seat, counted in the signed record."""
+    out: dict[int, list[int]] = {}
+    record = signed.get("record", {}) if isinstance(signed, dict) else {}
+    for g in record.get("games", ()):
+        n = [0, 0]
+        for e in g.get("transcript", ()):
+            if isinstance(e, dict) and e.get("in") == "fire" and e.get("seat") in (0, 1):
+                n[e["seat"]] += 1
+        out[g.get("number", 0)] = n
+    return out
 
 
 def _server_available() -> bool:
