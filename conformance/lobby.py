@@ -14,10 +14,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.protocol import messages as m
 from seabattle.protocol.errors import ErrorCode
 from seabattle.protocol.rules import rules_from_dict
+from seabattle.protocol.session import PEOPLE
 from seabattle.protocol.ticket import Ticket, issue_ticket
 
-from .probe import RULES, _err, _short, describe
-from .results import CaseFailed, Trace
+from .probe import RULES, Probe, _err, _short, describe
+from .results import CaseFailed, NotImplementedCase, Trace
 from .suite import Suite, case, expect_game_over
 
 
@@ -26,7 +27,7 @@ from .suite import Suite, case, expect_game_over
     "6.2 Answers to lobby requests",
     "create and list",
     "`create` | `{match: bin16, invite: str}` [...] `list` | `{matches: [{match: bin16, rules: "
-    "map, mode: str, host: str}]}`",
+    "map, mode: str, host: str, name: str}]}`",
     "ok{match, invite}; list shows the public match with full rules and the host's id",
 )
 async def _create_list(s: Suite, t: Trace) -> None:
@@ -40,8 +41,15 @@ async def _create_list(s: Suite, t: Trace) -> None:
     if len(rows) != 1:
         raise CaseFailed("list does not show the public match just created")
     row = rows[0]
-    if set(row) != {"match", "rules", "mode", "host"}:
+    # Revision 6 (6.9) adds the host's display name; a server before it leaves it out.
+    if (
+        not {"match", "rules", "mode", "host"}
+        <= set(row)
+        <= {"match", "rules", "mode", "host", "name"}
+    ):
         raise CaseFailed(f"list row keys are {sorted(row)}")
+    if "name" in row and not isinstance(row["name"], str):
+        raise CaseFailed(f"list row name is {_short(row['name'])}")
     if row["mode"] != "blind" or row["host"] != p.player:
         raise CaseFailed(f"list row mode={row['mode']!r} host={row['host']!r}")
     if rules_from_dict(row["rules"]).to_dict() != row["rules"]:
@@ -248,3 +256,121 @@ async def _redeem_forged(s: Suite, t: Trace) -> None:
     ans = await p.request(lambda i: m.Redeem(i, body, sig))
     if not isinstance(ans, m.Error) or ans.code != int(ErrorCode.BAD_TICKET):
         raise CaseFailed(f"expected BAD_TICKET, got {describe(ans)}")
+
+
+# -- people (6.9): the requests and the event of names, running matches and figures ---------------
+
+
+def _agreed_people(*probes: Probe) -> None:
+    """Skip a case of 6.9 on a server that did not agree the capability people (optional)."""
+    for p in probes:
+        assert p.welcome is not None
+        if PEOPLE not in p.welcome.caps:
+            raise NotImplementedCase("the server does not agree the capability people (optional)")
+
+
+@case(
+    "6.9-seated",
+    "6.9 People",
+    "seated after start, names in the view",
+    "a session that agreed `people` is sent `seated{match, names, ratings}` right after every "
+    "`start` it is sent [...] `names` the two seats' display names by seat [...] Nothing else "
+    "changes: a session without `people` is sent what it was sent before.",
+    "A (people) gets start then seated with both auth names; B (no people) gets start then no "
+    "seated; the view of a spectator's snapshot, if it has names, has the same",
+)
+async def _seated(s: Suite, t: Trace) -> None:
+    a = await s.player(t, "A", (PEOPLE,))
+    _agreed_people(a)
+    b = await s.player(t, "B")
+    data = await a.ok(lambda i: m.Create(i, RULES, "blind", True))
+    mid = data["match"]
+    await b.ok(lambda i: m.Join(i, mid, None))
+    st = await a.expect(m.Start)
+    assert isinstance(st, m.Start)
+    nxt = await a.expect(m.Seated)  # the next message but noise: anything else fails
+    assert isinstance(nxt, m.Seated)
+    names = ["A", "B"] if st.seat == 0 else ["B", "A"]
+    if nxt.match != mid or list(nxt.names) != names:
+        raise CaseFailed(f"seated {describe(nxt)}: expected names {names}")
+    if len(nxt.ratings) not in (0, 2):
+        raise CaseFailed(f"seated ratings {list(nxt.ratings)}: two, or none")
+    await b.expect(m.Start)
+    await b.expect(m.GameStart)  # B did not agree people: no seated comes before it
+    c = await s.player(t, "C")
+    await c.ok(lambda i: m.Watch(i, mid))
+    snap = await c.expect(m.Snapshot)
+    assert isinstance(snap, m.Snapshot)
+    if "names" in snap.view and snap.view["names"] != names:
+        raise CaseFailed(f"the view's names are {_short(snap.view['names'])}, expected {names}")
+    await a.send(m.Resign(mid, 1))
+
+
+@case(
+    "6.9-running",
+    "6.9 People",
+    "running lists the public matches being played",
+    "`running{id}` asks for the public matches being played (private matches are never listed) "
+    "[...] each row `{match, rules, mode, players, names, game, spectators}`",
+    "ok{matches}: the running public match with its rule set's name, both ids and names, game 1, "
+    "one spectator; the running private match absent",
+)
+async def _running(s: Suite, t: Trace) -> None:
+    c = await s.player(t, "C", (PEOPLE,))
+    _agreed_people(c)
+    pub = await s.table(t, public=True)
+    hidden = await s.table(t, public=False)
+    await c.ok(lambda i: m.Watch(i, pub.match))
+    await c.expect(m.Snapshot)
+    got = await c.ok(lambda i: m.Running(i))
+    rows = [r for r in got.get("matches", []) if isinstance(r, dict)]
+    if any(r.get("match") == hidden.match for r in rows):
+        raise CaseFailed("running lists a private match")
+    mine = [r for r in rows if r.get("match") == pub.match]
+    if len(mine) != 1:
+        raise CaseFailed("running does not list the public match being played")
+    row = mine[0]
+    want = {
+        "match": pub.match,
+        "rules": rules_from_dict(pub.starts[0].rules).name,
+        "mode": "blind",
+        "players": list(pub.starts[0].players),
+        "game": 1,
+        "spectators": 1,
+    }
+    wrong = {k: row.get(k) for k, v in want.items() if row.get(k) != v}
+    names = row.get("names")
+    if wrong or not (isinstance(names, list) and len(names) == 2):
+        raise CaseFailed(f"running row {_short(row)}: wrong {sorted(wrong)}")
+    for tb in (pub, hidden):
+        await tb.seats[0].send(m.Resign(tb.match, 1))
+
+
+@case(
+    "5.3-player",
+    "5.3 Receiver rules: lobby requests",
+    "A player's figures, and no such player",
+    "No player with that id, no player with that name, or a name that more than one player has: "
+    "`NO_SUCH_PLAYER` (the detail says which; a client then asks by id). Otherwise answer the "
+    "player's figures.",
+    "NO_SUCH_PLAYER for an unknown id and for a name two players have; by its own id, a player's "
+    "figures name it, with its name and every figure an integer",
+)
+async def _player(s: Suite, t: Trace) -> None:
+    twin = "twin-" + secrets.token_hex(4)
+    a = await s.player(t, twin, (PEOPLE,))
+    _agreed_people(a)
+    await s.player(t, twin, (PEOPLE,))
+    for who in (secrets.token_hex(32), twin):
+        ans = await a.request(lambda i, w=who: m.PlayerFigures(i, w))  # type: ignore[misc]
+        if not isinstance(ans, m.Error) or ans.code != int(ErrorCode.NO_SUCH_PLAYER):
+            raise CaseFailed(f"player {who!r}: expected NO_SUCH_PLAYER, got {describe(ans)}")
+    f = await a.ok(lambda i: m.PlayerFigures(i, a.player.upper()))
+    if f.get("player") != a.player or f.get("name") != twin:
+        raise CaseFailed(f"figures name {_short(f.get('player'))} {_short(f.get('name'))}")
+    counts = ("rating", "rd", "games", "wins", "losses", "draws", "shots", "hits")
+    bad = [k for k in counts if type(f.get(k)) is not int]
+    if bad or not isinstance(f.get("history"), list):
+        raise CaseFailed(f"figures {_short(f)}: not integers {bad}, or no history list")
+    if (f["games"], f["shots"], f["history"]) != (0, 0, []):
+        raise CaseFailed(f"a player who never played has figures {_short(f)}")
