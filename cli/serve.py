@@ -257,13 +257,16 @@ def _demo_lines(rules: RuleSet, out: dict[str, Any]) -> list[str]:
         o = g.outcome or {}
         w: Any = o.get("winner")
         shots = fired.get(g.number, [0, 0])
-        first = f"{seats[g.first]} fired first" if g.first in seats else ""
+        # Each bot named once a sentence: who fired first is said of the winner.
+        first = ""
         if w in seats:
             said = f"{seats[w]} won in {shots[w]} shots against {seats[1 - w]}"
+            if g.first in seats:
+                first = "firing first" if g.first == w else "firing second"
         else:
             said = f"{_DEMO[0]} and {_DEMO[1]} drew, after {sum(shots)} shots"
         reason = str(o.get("reason", "")).replace("_", " ")
-        why = "; ".join(x for x in (reason, first) if x)
+        why = ", ".join(x for x in (reason, first) if x)
         lines.append(f"{f'  game {g.number}: ' if many else ''}{said} ({why})")
     if many:
         w = out["result"].get("winner")

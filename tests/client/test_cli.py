@@ -124,7 +124,7 @@ def test_demo_runs_and_verifies(tmp_path: Path) -> None:
 def test_peer_demo_runs() -> None:
     r = run("demo", "--peer", "--rules", "russian")
     assert r.exit_code == 0, r.output
-    assert "seat0, seat1" in r.output
+    assert "the signed record verifies: signed by both players" in r.output
 
 
 async def test_bot_command_plays_on_a_server_and_saves_records(tmp_path: Path) -> None:
