@@ -239,10 +239,12 @@ def _open_table(server: str, rows: list[dict[str, Any]]) -> None:
 
 def _running_table(server: str, rows: list[dict[str, Any]]) -> None:
     table = Table(title=f"Running matches on {server}")
-    for col in ("match", "rules", "mode", "players", "game", "watching"):
-        table.add_column(
-            col, no_wrap=True, justify="right" if col in ("game", "watching") else "left"
-        )
+    # The match id whole (watch takes it), the rest wrapped to fit: the mode is in --json.
+    table.add_column("match", no_wrap=True)
+    table.add_column("players")
+    table.add_column("rules")
+    table.add_column("game", justify="right")
+    table.add_column("watching", justify="right")
     for r in rows:
         mid = r.get("match")
         names = r.get("names")
@@ -255,9 +257,8 @@ def _running_table(server: str, rows: list[dict[str, Any]]) -> None:
             players = "?"
         table.add_row(
             mid.hex() if isinstance(mid, bytes) else str(mid),
-            str(r.get("rules", "?")),
-            str(r.get("mode", "")),
             players,
+            str(r.get("rules", "?")),
             str(r.get("game", "")),
             str(r.get("spectators", "")),
         )

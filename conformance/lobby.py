@@ -350,10 +350,11 @@ async def _running(s: Suite, t: Trace) -> None:
     "5.3-player",
     "5.3 Receiver rules: lobby requests",
     "A player's figures, and no such player",
-    "No player with that id, no player with that name, or a name that more than one player has: "
-    "`NO_SUCH_PLAYER` (the detail says which; a client then asks by id). Otherwise answer the "
-    "player's figures.",
-    "NO_SUCH_PLAYER for an unknown id and for a name two players have; by its own id, a player's "
+    "No player with that id, no player with that name, or a name whose players with the most "
+    "rated games are more than one: `NO_SUCH_PLAYER` (the detail says which; a client then asks "
+    "by id). Otherwise answer the player's figures.",
+    "NO_SUCH_PLAYER for an unknown id and for a name two new players have; by its own id, a "
+    "player's "
     "figures name it, with its name and every figure an integer",
 )
 async def _player(s: Suite, t: Trace) -> None:

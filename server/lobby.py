@@ -768,11 +768,13 @@ class Lobby(LobbyState):
         asked = msg.player
         pid = asked.lower() if len(asked) == 64 and _is_hex(asked) else None
         if pid is None:
+            # Names are not unique (a guest key a connection): the name's player is the one
+            # that played most under it, unless two played as much.
             named = await self.store.players_named(asked)
-            if len(named) != 1:
+            if not named or (len(named) == 2 and named[0][1] == named[1][1]):
                 many = "more than one player has" if named else "no player has"
                 raise Refused(ErrorCode.NO_SUCH_PLAYER, f"{many} that name: ask by player id")
-            pid = named[0]
+            pid = named[0][0]
         got = await self.store.figures(pid)
         if got is None:
             raise Refused(ErrorCode.NO_SUCH_PLAYER, "no player with that id")

@@ -100,14 +100,16 @@ class PlayerStore(StoreBase):
 
         return await self._run(run)
 
-    async def players_named(self, name: str, limit: int = 2) -> list[str]:
-        """The ids of up to ``limit`` players whose display name is ``name`` (exactly), by id."""
+    async def players_named(self, name: str, limit: int = 2) -> list[tuple[str, int]]:
+        """Up to ``limit`` players whose display name is ``name`` (exactly), as ``(id, rated
+        games)``, the most games first (ties by id)."""
 
-        def run() -> list[str]:
+        def run() -> list[tuple[str, int]]:
             rows = self._all(
-                "SELECT id FROM players WHERE name = ? ORDER BY id LIMIT ?", (name, limit)
+                "SELECT id, games FROM players WHERE name = ? ORDER BY games DESC, id LIMIT ?",
+                (name, limit),
             )
-            return [r[0] for r in rows]
+            return [(r[0], int(r[1])) for r in rows]
 
         return await self._run(run)
 

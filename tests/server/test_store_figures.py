@@ -51,8 +51,10 @@ async def test_players_by_name_and_by_id(db: str) -> None:
         await store.upsert_player(ALICE, "twin", NOW)
         await store.upsert_player(BOB, "twin", NOW)
         await store.upsert_player(CAROL, "carol", NOW)
-        assert await store.players_named("twin") == [ALICE, BOB]
-        assert await store.players_named("carol") == [CAROL]
+        assert await store.players_named("twin") == [(ALICE, 0), (BOB, 0)]
+        assert await store.players_named("carol") == [(CAROL, 0)]
+        await store.apply_result(await _match(store, 1, BOB, CAROL), BOB, CAROL, 0.5, NOW)
+        assert await store.players_named("twin") == [(BOB, 1), (ALICE, 0)]
         assert await store.players_named("Carol") == []
         got = await store.players([CAROL, ALICE, "d" * 64])
         assert {k: v.name for k, v in got.items()} == {ALICE: "twin", CAROL: "carol"}
