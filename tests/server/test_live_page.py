@@ -1,14 +1,19 @@
-"""The server's HTTP port beside ``/metrics``: ``/healthz``, and the live spectator page
-``/watch/MATCH`` with its server-sent events, read raw and followed in headless Chromium.
+"""The server's HTTP port beside ``/metrics``: ``/healthz``, the running matches (``/watch/``),
+the live spectator page ``/watch/MATCH`` with its server-sent events, and the records
+(``/records/MATCH``), read raw and followed in headless Chromium.
 
-What a spectator relies on: the stream starts with the match as it stands, follows it to its end
-and then says so with the record's head, and never shows a fleet before that fleet's reveal; a
-private match, an unknown one and a path that is not a match are all 404.
+What a spectator relies on: the index lists the running public matches and links each; the page
+shows the match as it stands the moment it loads (names, clocks, the move log, the ships afloat,
+across the window), follows it to its end and then says who won, why, and where the signed
+record is; it never shows a fleet before that fleet's reveal; a private match, an unknown one and
+a path that is not a match are all 404.
 """
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
@@ -19,8 +24,10 @@ import trio.testing
 from chromium import Browser
 from helpers import SMALL, Bot, connect, pair, play_both, start_server
 from seabattle.protocol import messages as m
+from seabattle.protocol.record import load_record, verify_record
 from seabattle.protocol.rules import rules_from_dict
 from seabattle.server.metrics import Metrics, serve_metrics
+from seabattle.server.referee import Seat
 from seabattle.server.watch import WatchSite
 
 
@@ -113,8 +120,9 @@ async def test_only_running_public_matches_have_a_page(
         f"/watch/{mid.hex()}00",
         f"/watch/{mid.hex()}/nothing",
         f"/watch/{mid.hex()}/events/more",
-        "/watch/",
-        "/watch",
+        f"/records/{mid.hex()}",  # running: no record yet
+        "/records/zz",
+        "/nothing",
     ):
         assert (await _get(http, path))[0] == 404, path
 
@@ -147,24 +155,63 @@ async def test_the_event_stream_follows_the_match_to_its_end(
     _no_fleet_before_its_reveal(views)
     last = views[-1]["view"]
     assert last["over"] and last["outcome"] == ba.outcomes[-1]
+    # The moves: from the snapshot on (it says reset: none had been played), every shot once,
+    # in order, each with the results its verdict gave, matching the boards.
+    assert views[0]["reset"] and not any(d["reset"] for d in views[1:])
+    moves = [mv for d in views for mv in d["moves"]]
+    assert [mv["n"] for mv in moves] == list(range(1, last["shots"] + 1))
+    fired = {
+        (1 - mv["seat"], cell): r  # a shot of seat s is on the other seat's board
+        for mv in moves
+        for cell, r in zip(mv["cells"], mv["results"], strict=True)
+    }
+    boards = [(s, last["boards"][s]["fired"]) for s in (0, 1)]
+    assert fired == {(s, f"{'ABCDE'[i % 5]}{i // 5 + 1}"): r for s, b in boards for i, r in b}
     # After the reveal the fleets are public, and the page has them.
     assert all(fleet is not None for fleet in views[-1]["revealed"])
 
 
 # -- the live page in headless Chromium ------------------------------------------------------------
 
+#: SMALL with a shot clock, so that the page has a clock to show while the game is played.
+CLOCKED = {**SMALL, "clocks": {"shot": 30}}
+
+
+def _says(browser: Browser, expression: str) -> Any:
+    return browser.eval(expression)
+
+
+def _shown_names(views: list[dict[str, Any]]) -> list[str]:
+    """What the page must call the seats: the view's names, or short ids where it has none."""
+    view = views[0]["view"]
+    return view.get("names") or [p[:12] for p in view["players"]]
+
+
+def _log_lines(browser: Browser) -> list[str]:
+    lines: list[str] = browser.eval(
+        "[].map.call(document.querySelectorAll('#log li:not(.game):not(.pending)'),"
+        " function (li) { return li.textContent; })"
+    )
+    return lines
+
 
 async def test_the_page_follows_a_running_match_in_chromium(
     nursery: trio.Nursery, tmp_path: Path, browser: Browser
 ) -> None:
     addr, http = await _server(nursery, tmp_path)
-    a, b, mid = await pair(addr, nursery, SMALL, "blind")
+    a, b, mid = await pair(addr, nursery, CLOCKED, "blind")
     ba, bb = Bot(a, "blind", 1), Bot(b, "blind", 2)
     url = f"http://{http[0]}:{http[1]}/watch/{mid.hex()}"
     await trio.to_thread.run_sync(browser.open, url)
     # The snapshot: the match as it stands, nobody has fired yet.
     phase = await trio.to_thread.run_sync(browser.wait, "document.body.dataset.phase")
     assert phase in ("setup", "firing")
+    views = await trio.to_thread.run_sync(browser.eval, "window.sbViews")
+    names = _shown_names(views)
+    if "names" in views[0]["view"]:
+        assert names == ["alice", "bob"]  # what they authenticated as
+    text = await trio.to_thread.run_sync(browser.eval, "document.body.innerText")
+    assert names[0] in text and names[1] in text
 
     def second_verdict(msg: Any) -> bool:
         return isinstance(msg, m.VerdictMsg) and msg.n == 2
@@ -181,20 +228,182 @@ async def test_the_page_follows_a_running_match_in_chromium(
             browser.eval, "document.querySelectorAll('td.ship').length"
         )
         assert hits == 0  # no fleet on the page before the reveal
+        # The move log: both shots, in order, each with its result.
+        lines = await trio.to_thread.run_sync(_log_lines, browser)
+        assert len(lines) == 2
+        assert all(re.fullmatch(r".+ → [A-E][1-5]: (miss|hit|sunk)(; sank .+)?", x) for x in lines)
+        # The shot clock runs for the seat to move, counting down.
+        # The clock runs for the seat that owes the next move (the shooter's shot, or the
+        # defender's answer to a shot called), counting down; the other's shows the rule.
+        running = await trio.to_thread.run_sync(
+            browser.wait, "document.querySelector('.seat.turn .clock.running').textContent"
+        )
+        assert re.fullmatch(r"(shot|answer) clock [01]:[0-5]\d", running), running
+        idle = await trio.to_thread.run_sync(
+            browser.eval, "document.querySelector('.seat:not(.turn) .clock').textContent"
+        )
+        assert idle == "30 s a shot"
+        # Ships afloat on each side, as the rules tell sinkings (classic: named).
+        fleets = await trio.to_thread.run_sync(
+            browser.eval, "[].map.call(document.querySelectorAll('.afloat'), e => e.textContent)"
+        )
+        assert len(fleets) == 2 and all(re.fullmatch(r"[0-2] of 2 ships afloat", f) for f in fleets)
         await play_both(ba, bb)
         await trio.to_thread.run_sync(browser.wait, "document.body.dataset.ended")
     assert ba.result is not None
+    await _shows_the_end(browser, ba, mid, names)
     text = await trio.to_thread.run_sync(browser.eval, "document.body.innerText")
     winner = ba.outcomes[-1]["winner"]
-    assert f"seat {winner} wins" in text and "match over" in text
-    assert f"record {ba.result.head.hex()[:16]}" in text
+    assert f"game 1: {names[winner]} wins (fleet sunk)" in text
+    # The loser's fleet is all sunk: none of its ships afloat.
+    afloat = await trio.to_thread.run_sync(
+        browser.eval, f"document.querySelector('#seat{1 - winner} .afloat').textContent"
+    )
+    assert afloat == "0 of 2 ships afloat"
     views = await trio.to_thread.run_sync(browser.eval, "window.sbViews")
     _no_fleet_before_its_reveal(views)
+    # Every shot of the game is in the log, once.
+    lines = await trio.to_thread.run_sync(_log_lines, browser)
+    assert len(lines) == views[-1]["view"]["shots"]
     # Once revealed, both fleets are drawn: every ship cell of both seats.
     ships = await trio.to_thread.run_sync(
         browser.eval, "document.querySelectorAll('td.ship').length"
     )
     assert ships == 2 * rules_from_dict(SMALL).fleet_cells
+    # The record link downloads the signed record, which verifies.
+    status, kind, body = await _get(http, f"/records/{mid.hex()}")
+    assert (status, kind) == (200, "application/octet-stream")
+    assert verify_record(load_record(body)).ok
+    # Loaded again once the match is over, the page opens on its end.
+    await trio.to_thread.run_sync(browser.open, url)
+    assert await trio.to_thread.run_sync(browser.wait, "document.body.dataset.ended")
+    await _shows_the_end(browser, ba, mid, names)
+
+
+async def _shows_the_end(browser: Browser, bot: Bot, mid: bytes, names: list[str]) -> None:
+    """The page says who won, that the match is over, and links the record."""
+    assert bot.result is not None
+    text = await trio.to_thread.run_sync(browser.eval, "document.body.innerText")
+    winner = names[bot.outcomes[-1]["winner"]]
+    assert f"match over: {winner} wins" in text
+    state = await trio.to_thread.run_sync(
+        browser.eval, "document.getElementById('state').textContent"
+    )
+    assert state == "match over"
+    assert "live" not in text.split() and "to move" not in text
+    link = await trio.to_thread.run_sync(browser.eval, "document.getElementById('record').href")
+    assert link.endswith(f"/records/{mid.hex()}")
+    head = await trio.to_thread.run_sync(
+        browser.eval, "document.getElementById('head').textContent"
+    )
+    assert head == bot.result.head.hex()  # the whole head, not cut
+
+
+class _Mute(WatchSite):
+    """The watch routes with an event stream that never says anything: whatever the page shows
+    is what it carried when it loaded."""
+
+    def route(self, method: bytes, path: bytes) -> Any:
+        if path.endswith(b"/events"):
+            return lambda stream: trio.sleep_forever()
+        return super().route(method, path)
+
+
+async def test_the_page_shows_the_match_at_once_and_uses_the_window(
+    nursery: trio.Nursery, tmp_path: Path, browser: Browser, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("seabattle.server.app.WatchSite", _Mute)
+    addr, http = await _server(nursery, tmp_path)
+    _, _, mid = await pair(addr, nursery, {"preset": "classic"}, "blind")
+    viewport = {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False}
+    await trio.to_thread.run_sync(browser.call, "Emulation.setDeviceMetricsOverride", viewport)
+    try:
+        url = f"http://{http[0]}:{http[1]}/watch/{mid.hex()}"
+        await trio.to_thread.run_sync(browser.open, url)
+        got = await trio.to_thread.run_sync(browser.eval, _LAYOUT)
+        shot = await trio.to_thread.run_sync(browser.call, "Page.captureScreenshot", {})
+    finally:
+        await trio.to_thread.run_sync(browser.call, "Emulation.clearDeviceMetricsOverride")
+    (tmp_path / "watch.png").write_bytes(base64.b64decode(shot["data"]))
+    # Drawn from the page itself: no event came, and the boards are there, every cell.
+    assert got["source"] == "page" and got["views"] == 1
+    assert got["cells"] == [100, 100] and "connecting" not in got["text"]
+    # Both boards side by side and the log beside them, across most of the window.
+    b0, b1, side = got["board0"], got["board1"], got["side"]
+    assert b0["right"] < b1["left"] and b1["right"] < side["left"]
+    assert b1["right"] - b0["left"] >= 0.6 * 1280
+    assert side["right"] >= 0.9 * 1280
+    assert b0["height"] >= 0.45 * 900 and b1["bottom"] <= 900
+
+
+_LAYOUT = """(function () {
+  function box(id) {
+    var r = document.getElementById(id).getBoundingClientRect();
+    return {left: r.left, right: r.right, top: r.top, bottom: r.bottom, height: r.height};
+  }
+  return {source: document.body.dataset.source, views: window.sbViews.length,
+          cells: [0, 1].map(function (s) {
+            return document.querySelectorAll('#board' + s + ' td').length; }),
+          text: document.body.innerText,
+          board0: box('board0'), board1: box('board1'), side: box('side')};
+})()"""
+
+
+# -- the running matches --------------------------------------------------------------------------
+
+
+async def test_the_index_lists_running_public_matches_and_links_them(
+    nursery: trio.Nursery, tmp_path: Path, browser: Browser
+) -> None:
+    addr, http = await _server(nursery, tmp_path)
+    base = f"http://{http[0]}:{http[1]}"
+    status, _, _ = await _get(http, "/")
+    assert status == 302
+    # From the server's root: redirected to the index, which lists nothing yet.
+    await trio.to_thread.run_sync(browser.open, base + "/")
+    assert await trio.to_thread.run_sync(browser.eval, "location.pathname") == "/watch/"
+    assert await trio.to_thread.run_sync(browser.eval, "document.body.dataset.rows") == "0"
+    text = await trio.to_thread.run_sync(browser.eval, "document.body.innerText")
+    assert "No public match is running" in text
+    # A public match starts (and a private one, which is not listed): the page finds it.
+    _, _, mid = await pair(addr, nursery, SMALL, "blind")
+    alice = await connect(addr, nursery, name="carol")
+    ok = await alice.request(m.Create(1, SMALL, "blind", False))
+    dave = await connect(addr, nursery, name="dave")
+    assert isinstance(await dave.request(m.Join(1, None, ok.data["invite"])), m.Ok)
+    with trio.fail_after(30):
+        await trio.to_thread.run_sync(browser.wait, "document.body.dataset.rows === '1'")
+    row = await trio.to_thread.run_sync(
+        browser.eval, "document.querySelector('#matches tbody tr').innerText"
+    )
+    assert "alice vs bob" in row and "classic" in row and "blind" in row
+    assert mid.hex() in row and ok.data["match"].hex() not in row
+    # Its link opens the match's page.
+    link = await trio.to_thread.run_sync(
+        browser.eval, "document.querySelector('#matches tbody a').href"
+    )
+    assert link == f"{base}/watch/{mid.hex()}"
+    await trio.to_thread.run_sync(browser.open, link)
+    assert await trio.to_thread.run_sync(browser.wait, "document.body.dataset.phase") == "setup"
+    # The same list, for a script.
+    status, kind, body = await _get(http, "/watch/matches.json")
+    assert (status, kind) == (200, "application/json")
+    listed = json.loads(body)
+    assert [r["match"] for r in listed["rows"]] == [mid.hex()] and listed["total"] == 1
+    assert listed["rows"][0]["names"] == ["alice", "bob"] and not listed["cluster"]
+
+
+async def test_the_index_is_bounded() -> None:
+    refs = [_Ref(bytes([0] * 15 + [i])) for i in range(105)]
+    lobby: Any = type("L", (), {"running": {r.match_id: r for r in refs}})()
+    site = WatchSite(lobby, max_rows=100)
+    index = site.index()
+    assert index["total"] == 105 and len(index["rows"]) == 100
+    # The newest first: the last to start heads the list.
+    assert index["rows"][0]["match"] == refs[-1].hex
+    page = site.route(b"GET", b"/watch/")
+    assert isinstance(page, bytes) and page.startswith(b"HTTP/1.1 200 ")
+    assert page.count(b'"match":') == 100
 
 
 # -- bounds ---------------------------------------------------------------------------------------
@@ -203,11 +412,15 @@ async def test_the_page_follows_a_running_match_in_chromium(
 class _Ref:
     """A running public match as the watch routes see it: views on demand, spectators."""
 
-    def __init__(self) -> None:
-        self.match_id = bytes(range(16))
+    def __init__(self, match_id: bytes = bytes(range(16))) -> None:
+        self.match_id = match_id
         self.hex = self.match_id.hex()
         self.public, self.over = True, False
         self.spectators: set[Any] = set()
+        self.rules = rules_from_dict(SMALL)
+        self.mode, self.teams, self.game = "blind", None, None
+        self.seats = [Seat("a" * 64, "ann"), Seat("b" * 64, "")]
+        self.match = type("M", (), {"scores": [0, 0]})()
 
     def view(self) -> dict[str, Any]:
         return {"over": False, "phase": "firing", "shots": 0}
