@@ -23,7 +23,7 @@ _CSS = """
 .controls input[type=range] { width: 24em; vertical-align: middle; }
 #now { margin: .6em 0; min-height: 1.4em; }
 #moves { max-height: 22em; overflow-y: auto; background: #fff; border: 1px solid #c9d6e2;
-  padding: .4em 1em .4em 3em; margin: 0; }
+  padding: .4em 1em .4em 3em; margin: 0; position: relative; }
 #moves li { cursor: pointer; }
 #moves li.current { background: #fff3cd; }
 """
@@ -55,6 +55,26 @@ _SCRIPT = """
       now.cells.forEach(function (c) { out[c] = (out[c] ? out[c] + " " : "") + "last"; });
     return out;
   }
+  var DOT = " \u00b7 ", listed = -1;
+  // The move list of game gi, made once a game (a step only moves the highlight).
+  function listMoves(gi) {
+    moves.textContent = "";
+    data.games[gi].steps.forEach(function (st, si) {
+      var li = document.createElement("li");
+      li.textContent = st.text + (st.proof ? " [" + st.proof + "]" : "");
+      li.onclick = function () { go(frames.findIndex(function (x) {
+        return x.game === gi && x.step === si; })); };
+      moves.appendChild(li);
+    });
+    listed = gi;
+  }
+  // Scroll the list (and only the list, not the page) so that the move shown is in it.
+  function inView(li) {
+    var top = li.offsetTop, bottom = top + li.offsetHeight;
+    if (top < moves.scrollTop) moves.scrollTop = top;
+    else if (bottom > moves.scrollTop + moves.clientHeight)
+      moves.scrollTop = bottom - moves.clientHeight;
+  }
   function draw() {
     var f = frames[at], g = data.games[f.game], s = g.steps[f.step];
     var boards = document.getElementById("boards");
@@ -76,21 +96,20 @@ _SCRIPT = """
       now.appendChild(document.createTextNode(" "));
       now.appendChild(b);
     }
-    moves.textContent = "";
-    g.steps.forEach(function (st, si) {
-      var li = document.createElement("li");
-      li.textContent = st.text + (st.proof ? " [" + st.proof + "]" : "");
-      if (si === f.step) li.className = "current";
-      li.onclick = function () { go(frames.findIndex(function (x) {
-        return x.game === f.game && x.step === si; })); };
-      moves.appendChild(li);
-    });
+    if (listed !== f.game) listMoves(f.game);
+    var items = moves.children;
+    for (var i = 0; i < items.length; i++) items[i].className = i === f.step ? "current" : "";
+    if (f.step < 0) moves.scrollTop = 0;
+    else inView(items[f.step]);
     var end = g.outcome ? "game " + g.number + ": " + (g.outcome.winner === null ? "a draw"
         : "seat " + g.outcome.winner + " wins") + " (" + g.outcome.reason + ")" : "";
     if (g.stopped) end += " the replay stopped at " + g.stopped;
     document.getElementById("end").textContent = at === frames.length - 1 ? end : "";
     slider.value = at;
-    document.getElementById("pos").textContent = (at + 1) + " / " + frames.length;
+    // Counted as the list numbers the moves: 0 before the first, the last one's number at the
+    // end (the fleets' frame is no move).
+    document.getElementById("pos").textContent = (data.games.length > 1
+      ? "game " + g.number + DOT : "") + "move " + (f.step + 1) + " / " + g.steps.length;
     document.body.dataset.frame = at;
     document.body.dataset.frames = frames.length;
   }
