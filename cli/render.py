@@ -70,7 +70,7 @@ _SUNK_STYLES = ("red", "bold magenta")
 
 #: :data:`LEGEND` for the game's grids (line mode and screen), where each ship has its letter.
 GAME_LEGEND = (
-    "~ water  A B C.. ships (one letter a ship, red once sunk)  X hit  # sunk  . miss  "
+    "~ water  A B C.. ships (a letter each; a b c.. once sunk)  X hit  # sunk  . miss  "
     "- crossed out (no ship can be there)  ? unknown"
 )
 
@@ -85,7 +85,8 @@ def _afloat_glyph(k: int) -> Glyph:
 
 
 def _sunk_glyph(k: int) -> Glyph:
-    return ship_letter(k), _SUNK_STYLES[k % 2]
+    # Lower case: a sunk ship reads as sunk without colour too (a monochrome terminal, a log).
+    return ship_letter(k).lower(), _SUNK_STYLES[k % 2]
 
 
 def grid_lines(
@@ -134,7 +135,7 @@ def board_glyph(board: Board, own: list[int] | None) -> Callable[[int], Glyph]:
     ships of ``own`` (an occupancy list: ours, or a revealed fleet) under them.
 
     A ship whose cells are known is drawn with its letter (:func:`ship_letter`): green afloat,
-    red once sunk, so that ships that touch read as two. A sunk cell whose ship is not known
+    red and in lower case once sunk, so that ships that touch read as two. A sunk cell whose ship is not known
     (the rules did not show it) is a ``#``."""
     # A sunk ship is drawn whole where its cells are known: shown by the rules, or ours/revealed.
     cols = board.rules.cols

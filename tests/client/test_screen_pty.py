@@ -150,6 +150,15 @@ def cells(rows: int, cols: int) -> list[str]:
     return [f"{chr(65 + c)}{r + 1}" for r in range(rows) for c in range(cols)]
 
 
+def right_board_column(screen: str) -> int:
+    """Where the right board's column labels start on the screen."""
+    for line in screen.splitlines():
+        found = [x.start() for x in re.finditer(r"A B C D E F", line)]
+        if len(found) == 2:
+            return found[1]
+    raise AssertionError(f"no two boards side by side:\n{screen}")
+
+
 async def fire_until_over(term: Screen, labels: list[str], name: str) -> int:
     """Answer every shot prompt with the next of ``labels`` (typed) until the game is over."""
     shots = 0
@@ -216,11 +225,16 @@ async def test_host_on_the_game_screen_against_a_bot() -> None:
                 await term.expect(r"(?m)place Cruiser \(3\) down: E$")
                 term.press("1", ENTER)
                 await term.expect(r"Cruiser placed at E1 down")
+                # Two ships that touch (E1-E3 beside F1-F4) read as two: each has its letter.
+                await term.expect(r"(?m)^ +1 (\S ){4}B A *")
+                await term.expect(r"(?m)^ +3 (\S ){4}B A *")
                 # The cursor: Tab to the board, Space turns the ship, arrows move, Enter places.
                 term.press(TAB)
                 await term.expect(r"board: arrows move, Enter places, Space turns the ship")
                 term.press(" ")
                 await term.expect(r"place Submarine \(3\) across")
+                # The line says it too (it said "down" under a board that said "across").
+                await term.expect(r"(?m)^ place Submarine \(3\) across: *$")
                 term.press(DOWN, DOWN, ENTER)
                 await term.expect(r"Submarine placed at A3 across")
                 term.press("random", ENTER)
@@ -287,11 +301,19 @@ async def test_play_on_the_game_screen_with_both_clocks(server: tuple[str, int])
                 await term.expect(r"your fleet is placed and fixed")
                 await term.prompt()
                 await term.expect(r"you: shot clock \d+ s")
+                # Names, not seats: over each side's clock, and in the header.
+                await term.expect(r"(?m)^ player( \(\d+\))? +bot( \(\d+\))? *$")
+                await term.expect(r"match [0-9a-f]{12} · player( \(\d+\))? vs bot")
+                assert not re.search(r"\bseat [01]\b", term.text)
+                firing = right_board_column(term.text)
                 # A1 twice (the second is refused), then every other cell: a label typed a
                 # third time would take the screen's repainted refusal of the second for its
                 # own answer, and the next line would be typed too soon.
                 await fire_until_over(term, ["A1", "A1", *cells(6, 6)[1:]], "play")
                 await term.expect(r"match over: you (won|lost)")
+                # The boards kept their place though the clocks stopped ("no clock": narrower).
+                await term.expect(r"their fleet|target")
+                assert right_board_column(term.text) == firing, term.text
                 term.snap("play-over")
                 await term.expect(r"press any key to close the screen")
                 term.press(" ")

@@ -164,3 +164,19 @@ async def test_watch_on_a_terminal_draws_the_shots_fired_before_it_came(tmp_path
         finally:
             term.close()
         nursery.cancel_scope.cancel()
+
+
+def test_ships_shown_sunk_that_touch_read_as_two() -> None:
+    # Under rules that show a sunk ship, bob's Boat (A1-B1) and Raft (C1) sank side by side:
+    # each in its own letter, in lower case (sunk, without colour too); before, "# # #".
+    sunk = {
+        "fired": [[0, "hit"], [1, "sunk"], [2, "sunk"]],
+        "sunk": [[0, [0, 1]], [1, [2]]],
+        "crossed": [],
+        "hits": 3,
+    }
+    s = Spectator()
+    s.feed(snapshot(boards=[{"fired": [], "sunk": [], "crossed": [], "hits": 0}, sunk]), 0.0)
+    screen = text(s)
+    assert rows(screen, 1)[1] == ["a", "a", "b", "~", "~"], screen
+    assert "ships afloat: 0 of 2" in screen
