@@ -135,8 +135,8 @@ def board_glyph(board: Board, own: list[int] | None) -> Callable[[int], Glyph]:
     ships of ``own`` (an occupancy list: ours, or a revealed fleet) under them.
 
     A ship whose cells are known is drawn with its letter (:func:`ship_letter`): green afloat,
-    red and in lower case once sunk, so that ships that touch read as two. A sunk cell whose ship is not known
-    (the rules did not show it) is a ``#``."""
+    red and in lower case once sunk, so that ships that touch read as two. A sunk cell whose
+    ship is not known (the rules did not show it) is a ``#``."""
     # A sunk ship is drawn whole where its cells are known: shown by the rules, or ours/revealed.
     cols = board.rules.cols
     ship_at = {c.index(cols): k for k, cells in board.sunk.items() if cells for c in cells}
