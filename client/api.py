@@ -52,8 +52,11 @@ from .match import MatchHandle, RunningClock, Tamper
 from .rejoin import PING_AFTER, RECONNECT_FIRST, SILENCE, Rejoin
 from .wire import (
     AGENT,
+    HANDSHAKE_TIMEOUT,
     ConnectionClosed,
     ConnectionLost,
+    HandshakeTimeout,
+    KeyFileError,
     RequestFailed,
     Wire,
     client_handshake,
@@ -71,8 +74,10 @@ __all__ = [
     "ConnectionLost",
     "GameEnded",
     "GameStarted",
+    "HandshakeTimeout",
     "IncomingShot",
     "Info",
+    "KeyFileError",
     "LieDetected",
     "MatchEnded",
     "MatchEvent",
@@ -97,9 +102,6 @@ __all__ = [
 #: Pauses before a rate-limited request goes again: doubling from the first to the last (seconds).
 _REQUEST_BACKOFF = 0.05
 _MAX_REQUEST_BACKOFF = 3.2
-#: Seconds a new connection may take, from opening it to ``authed``, the default of
-#: ``connect(handshake_timeout=...)``: spec 4.1 gives a client 10 to complete the handshake.
-HANDSHAKE_TIMEOUT = 10.0
 
 
 class Client(Lobby, Rejoin):
@@ -375,6 +377,7 @@ class Client(Lobby, Rejoin):
         h = self._handle_for(mid)
         await h._handle(msg)
 
+
 @asynccontextmanager
 async def connect(
     host: str,
@@ -412,9 +415,12 @@ async def connect(
 
     ``silence``: seconds without any frame from the server after which the connection counts
     as dropped (at least 60, spec 4.6; the client pings after :data:`PING_AFTER`).
-    ``handshake_timeout``: seconds from opening a connection to ``authed``, this one and every
-    reconnect's; a server that takes the connection and never answers raises
-    ``TimeoutError`` here, and is passed over when reconnecting.
+    ``handshake_timeout``: seconds from opening a connection to ``authed``
+    (:data:`HANDSHAKE_TIMEOUT` unless given), this one and every reconnect's; a server that
+    does not take the connection in time, or takes it and never answers, raises
+    :class:`HandshakeTimeout` (a ``TimeoutError``) here, and is passed over when reconnecting.
+    A ``key`` file that holds no key, or whose folder does not exist, raises
+    :class:`KeyFileError`.
     """
     if silence < SILENCE:
         raise ValueError(f"silence must be at least {SILENCE:g} seconds (spec 4.6), not {silence}")
@@ -435,8 +441,11 @@ async def connect(
             wire = Wire(stream, role=Role.CLIENT)
             player, server_key = await client_handshake(wire, k, name, caps=caps)
         if scope.cancelled_caught:
-            raise TimeoutError(
-                f"{host}:{port} did not complete the handshake in {handshake_timeout:g} s"
+            # Which of the two waits ran out tells the user where to look: nothing listening
+            # (or a firewall dropping packets), or a process that took the connection and is
+            # stopped, wedged, or no seabattle server.
+            raise HandshakeTimeout(
+                f"{host}:{port}", handshake_timeout, connected=stream is not None
             )
         assert wire is not None
         client = Client(

@@ -53,10 +53,19 @@ from seabattle.protocol.session import (
 from seabattle.protocol.targeting import TargetView, feed_view
 from seabattle.protocol.verdict import Shot, Verdict
 
-from .wire import AGENT, ConnectionClosed, Wire, load_key, public_key
+from .wire import (
+    AGENT,
+    HANDSHAKE_TIMEOUT,
+    ConnectionClosed,
+    HandshakeTimeout,
+    Wire,
+    load_key,
+    public_key,
+)
 
 __all__ = [
     "BotPlayer",
+    "NotAHost",
     "PeerCheated",
     "PeerResult",
     "Player",
@@ -146,6 +155,12 @@ class PeerResult:
 Reporter = Callable[[str, Any], None]
 
 
+class NotAHost(PeerCheated):
+    """What :func:`join` reached answered the handshake without the capability ``peer``: a
+    seabattle server (or another refereed service), not a peer hosting a match. A
+    :class:`PeerCheated`, what it raised before it had a class of its own; nothing was played."""
+
+
 # ================================================================================================
 # Handshakes
 # ================================================================================================
@@ -184,8 +199,10 @@ async def _join_handshake(wire: Wire, key: Ed25519PrivateKey, name: str) -> Peer
     assert isinstance(welcome, m.Welcome)
     if not wire.conn.peer:
         # Without the capability the session keeps the refereed direction rule, and the host's
-        # game messages would all be refused.
-        raise PeerCheated("the host's welcome does not agree the capability peer")
+        # game messages would all be refused. Only a refereed server answers so: it is no host.
+        raise NotAHost(
+            "a server answered, not a hosting peer (its welcome does not agree the capability peer)"
+        )
     pub = public_key(key)
     await wire.send(
         m.Auth(pub, key.sign(auth_payload(welcome.challenge, welcome.server, pub)), name, None)
@@ -335,11 +352,30 @@ async def join(
     name: str = "peer",
     on_event: Reporter | None = None,
     connect: Callable[[str, int], Awaitable[trio.abc.Stream]] | None = None,
+    handshake_timeout: float = HANDSHAKE_TIMEOUT,
 ) -> PeerResult:
-    """Connect to a host and play the match it offers, as seat 1."""
+    """Connect to a host and play the match it offers, as seat 1.
+
+    ``handshake_timeout``: seconds from connecting to the host's ``start``; a host that does
+    not take the connection in time, or takes it and never answers, raises
+    :class:`~.wire.HandshakeTimeout`. A seabattle server at the address raises
+    :class:`NotAHost`.
+    """
     k = key if isinstance(key, Ed25519PrivateKey) else load_key(key)
-    stream = await (connect or trio.open_tcp_stream)(address, port)
-    wire = Wire(stream, MAX_C2S_FRAME)
+    stream: trio.abc.Stream | None = None
+    peer: Peer | None = None
+    # The host sends ``start`` as soon as the joiner is authenticated, with no person's choice
+    # in between: the whole of it is bounded.
+    with trio.move_on_after(handshake_timeout):
+        stream = await (connect or trio.open_tcp_stream)(address, port)
+        wire = Wire(stream, MAX_C2S_FRAME)
+        try:
+            peer = await _join_handshake(wire, k, name)
+        except BaseException:
+            await trio.aclose_forcefully(stream)
+            raise
+    if peer is None:  # the time ran out (the stream, if opened, was closed on the way out)
+        raise HandshakeTimeout(f"{address}:{port}", handshake_timeout, connected=stream is not None)
+    assert stream is not None
     async with stream:
-        peer = await _join_handshake(wire, k, name)
         return await play_peer(wire, peer, player, on_event)

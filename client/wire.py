@@ -19,15 +19,18 @@ from pathlib import Path
 import trio
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from seabattle.common.keys import load_or_create_key
+from seabattle.common.keys import KeyFileError, load_or_create_key
 from seabattle.protocol import messages as m
 from seabattle.protocol.errors import ErrorCode, RemoteProtocolError
 from seabattle.protocol.session import SUPPORTED_VERSIONS, Connection, Role, auth_payload
 
 __all__ = [
     "AGENT",
+    "HANDSHAKE_TIMEOUT",
     "ConnectionClosed",
     "ConnectionLost",
+    "HandshakeTimeout",
+    "KeyFileError",
     "RequestFailed",
     "Wire",
     "client_handshake",
@@ -37,6 +40,11 @@ __all__ = [
 ]
 
 AGENT = "seabattle-client/0.1"
+
+#: Seconds a new connection may take, from opening it to the end of the handshake: the default
+#: of ``connect(handshake_timeout=...)`` and of peer ``join``. Spec 4.1 gives a client 10 to
+#: complete the handshake, so an honest server answers well within it.
+HANDSHAKE_TIMEOUT = 10.0
 
 
 # ================================================================================================
@@ -52,6 +60,25 @@ class ConnectionLost(ConnectionClosed):
     """The client gave up getting back in: the connection dropped and no server took it back
     within ``reconnect_for`` (or reconnecting was off). Every match of the client has ended
     for it (their event streams end); a move or request made after this raises it."""
+
+
+class HandshakeTimeout(TimeoutError):
+    """No handshake within the timeout: ``address`` (``host:port``) did not take the connection
+    (``connected`` false), or took it and did not answer (``connected`` true: a process stopped
+    or wedged, or something that is no seabattle server nor host).
+
+    A ``TimeoutError`` (so an ``OSError``), as the bounded handshake raised before it had a
+    class of its own."""
+
+    def __init__(self, address: str, seconds: float, *, connected: bool) -> None:
+        if connected:
+            said = "accepted the connection but did not answer the handshake"
+        else:
+            said = "did not accept the connection"
+        super().__init__(f"{address} {said} within {seconds:g} s")
+        self.address = address
+        self.seconds = seconds
+        self.connected = connected
 
 
 class RequestFailed(Exception):
@@ -80,7 +107,8 @@ def load_key(path: str | os.PathLike[str] | None, *, create: bool = True) -> Ed2
     """The Ed25519 identity key at ``path`` (PEM, or 32 raw bytes); a fresh guest key for ``None``.
 
     With ``create`` a missing file is created (PEM, mode 0600), so that ``--key me.pem`` gives a
-    stable identity from the first run on.
+    stable identity from the first run on; its folder must exist. A file that holds no key, or a
+    missing folder, raises :class:`~seabattle.common.keys.KeyFileError` (an ``OSError``).
     """
     if path is None:
         return Ed25519PrivateKey.generate()
