@@ -26,8 +26,10 @@ from .common import (
     Conn,
     _rules_arg,
     _rules_map,
+    address_arg,
     connection_options,
     console,
+    key_file_arg,
     open_client,
     run_client,
 )
@@ -128,7 +130,12 @@ def exact_report(
 
 
 @click.command()
-@click.option("--server", default=None, help="HOST:PORT of a server (omit with --stats).")
+@click.option(
+    "--server",
+    default=None,
+    callback=address_arg,
+    help="HOST:PORT of a server (omit with --stats).",
+)
 @connection_options
 @click.option(
     "--strategy",
@@ -140,7 +147,12 @@ def exact_report(
 @click.option("--rules", "rules_", default="classic", show_default=True, help="Preset or JSON.")
 @click.option("--mode", type=click.Choice(["blind", "custody"]), default="blind")
 @click.option("--games", default=1, show_default=True, type=click.IntRange(1))
-@click.option("--key", default=None, help="Identity key file (a guest key if omitted).")
+@click.option(
+    "--key",
+    default=None,
+    callback=key_file_arg,
+    help="Identity key file, created if missing (a guest key if omitted).",
+)
 @click.option("--name", default="bot", show_default=True)
 @click.option("--save", default=None, type=click.Path(file_okay=False), help="Save records here.")
 @click.option(

@@ -11,7 +11,8 @@ import ssl
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
@@ -23,13 +24,18 @@ if TYPE_CHECKING:
     from seabattle.client.api import Client
 
 __all__ = [
+    "HANDSHAKE_TIMEOUT_OPTION",
+    "PORT",
     "Conn",
     "_hostport",
     "_rules_arg",
     "_rules_map",
     "_unwrap",
+    "address_arg",
     "connection_options",
     "console",
+    "handshake_timeout",
+    "key_file_arg",
     "open_client",
     "open_stream",
     "run_client",
@@ -45,21 +51,102 @@ def _rules_arg(value: str) -> RuleSet:
     value = value.strip()
     try:
         if value.startswith("{"):
-            return rules_from_dict(json.loads(value))
+            given = json.loads(value)
+            if not isinstance(given, dict):
+                raise click.BadParameter(
+                    "a preset name or a JSON map ({...})", param_hint="--rules"
+                )
+            return rules_from_dict(given)
         return preset(value)
-    except (BadRules, json.JSONDecodeError) as e:
-        raise click.BadParameter(str(e), param_hint="--rules") from None
+    except BadRules as e:
+        raise click.BadParameter(e.detail, param_hint="--rules") from None
+    except json.JSONDecodeError as e:
+        raise click.BadParameter(f"not valid JSON ({e})", param_hint="--rules") from None
 
 
 def _rules_map(rules: RuleSet) -> dict[str, Any]:
     return {"preset": rules.name} if rules.name in PRESETS else rules.to_dict()
 
 
+#: A port to listen on: 0 picks a free one. The kernel keeps only the low 16 bits of a larger
+#: number, so 99999 would silently listen on 34463; ``serve`` refuses it too.
+PORT = click.IntRange(0, 65535)
+
+
 def _hostport(value: str) -> tuple[str, int]:
-    h, sep, p = value.rpartition(":")
+    """``HOST:PORT`` (``[::1]:PORT`` for an IPv6 address; no host: 127.0.0.1) as a host and a
+    port to connect to, 1..65535; anything else is a :class:`click.BadParameter`."""
+    h, sep, p = value.strip().rpartition(":")
     if not sep or not p.isdigit():
-        raise click.BadParameter(f"{value!r} is not HOST:PORT")
-    return h or "127.0.0.1", int(p)
+        why = "the port is missing" if not sep else f"{p!r} is no port number"
+        raise click.BadParameter(f"{value!r} is not HOST:PORT ({why})")
+    port = int(p)
+    if not 1 <= port <= 65535:
+        raise click.BadParameter(f"{value!r}: port {port} is not in 1..65535")
+    return h.strip("[]") or "127.0.0.1", port
+
+
+def address_arg(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A click callback for a ``HOST:PORT`` to connect to: checked while the command line is
+    read, so that a mistake is a usage error naming the option, before anything connects."""
+    if value is not None:
+        try:
+            _hostport(value)
+        except click.BadParameter as e:
+            raise click.BadParameter(e.message, ctx, param) from None
+    return value
+
+
+def key_file_arg(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A click callback for ``--key FILE``: an existing file must hold an Ed25519 private key,
+    and a missing one (created on first use) needs its folder to exist. Nothing is written
+    here: the key is made where it is first used."""
+    if value is None:
+        return None
+    from seabattle.common.keys import KeyFileError, load_or_create_key
+
+    path = Path(value)
+    try:
+        if path.exists():
+            load_or_create_key(path)  # loads it: nothing is created for a file that exists
+        elif not path.parent.is_dir():
+            raise KeyFileError(f"there is no folder {path.parent} for the key file {path.name}")
+    except KeyFileError as e:
+        raise click.BadParameter(str(e), ctx, param) from None
+    except OSError as e:
+        raise click.BadParameter(f"cannot read {value}: {e.strerror or e}", ctx, param) from None
+    return value
+
+
+_TIMEOUT_META = "seabattle.handshake_timeout"
+
+
+def _keep_timeout(ctx: click.Context, param: click.Parameter, value: float | None) -> None:
+    if value is not None:
+        ctx.meta[_TIMEOUT_META] = value
+
+
+#: ``--handshake-timeout SECONDS``: how long a command waits for a server (or a peer host) to
+#: take the connection and complete the handshake. Not passed to the command: a :class:`Conn`
+#: made while it runs carries it (:func:`handshake_timeout`).
+HANDSHAKE_TIMEOUT_OPTION = click.option(
+    "--handshake-timeout",
+    type=click.FloatRange(0, min_open=True),
+    default=None,
+    metavar="SECONDS",
+    expose_value=False,
+    callback=_keep_timeout,
+    help="Give up on a server that has not completed the handshake in this time [default: 10].",
+)
+
+
+def handshake_timeout() -> float:
+    """The running command's ``--handshake-timeout``, else the client library's default."""
+    from seabattle.client.wire import HANDSHAKE_TIMEOUT
+
+    ctx = click.get_current_context(silent=True)
+    given = None if ctx is None else ctx.meta.get(_TIMEOUT_META)
+    return HANDSHAKE_TIMEOUT if given is None else float(given)
 
 
 def _unwrap(e: BaseException) -> BaseException:
@@ -82,6 +169,8 @@ class Conn:
     tls: bool = False
     ca: str | None = None  #: a CA bundle (PEM) to check the server's certificate with
     pin: str | None = None  #: the server key expected: hex, or ``sha256:`` and its digest
+    #: seconds to open the connection and complete the handshake (``--handshake-timeout``)
+    timeout: float = field(default_factory=handshake_timeout)
 
     @property
     def hostport(self) -> tuple[str, int]:
@@ -90,8 +179,11 @@ class Conn:
 
 
 def connection_options(f: _F) -> _F:
-    """Add ``--tls``, ``--ca`` and ``--server-key`` to a command that connects to a server; the
-    command gets them as ``tls``, ``ca`` and ``server_key`` (a :class:`Conn` with ``server``)."""
+    """Add ``--tls``, ``--ca``, ``--server-key`` and ``--handshake-timeout`` to a command that
+    connects to a server; the command gets the first three as ``tls``, ``ca`` and
+    ``server_key`` (a :class:`Conn` with ``server``), and a :class:`Conn` made while it runs
+    the timeout."""
+    f = HANDSHAKE_TIMEOUT_OPTION(f)
     f = click.option(
         "--server-key",
         default=None,
@@ -115,14 +207,24 @@ async def open_client(conn: Conn, **kwargs: Any) -> AsyncIterator[Client]:
     TLS failure or a key other than the pinned one raises a one-line :class:`click.ClickException`
     that says what to do."""
     from seabattle.client.api import connect
-    from seabattle.client.wire import ConnectionClosed, RequestFailed
+    from seabattle.client.wire import (
+        ConnectionClosed,
+        HandshakeTimeout,
+        KeyFileError,
+        RequestFailed,
+    )
     from seabattle.protocol.errors import ErrorCode
 
     host, port = conn.hostport
     tls = conn.tls or conn.ca is not None
+    kwargs.setdefault("handshake_timeout", conn.timeout)
     try:
         cm = connect(host, port, stream=await open_stream(conn), tls=tls, **kwargs)
         client = await cm.__aenter__()
+    except HandshakeTimeout as e:
+        raise click.ClickException(_timed_out(e)) from None
+    except KeyFileError as e:
+        raise click.ClickException(f"cannot use the key: {e}") from None
     except ConnectionClosed as e:
         cause = _ssl_cause(e)
         if cause is not None:
@@ -162,9 +264,28 @@ async def open_stream(conn: Conn) -> trio.abc.Stream | None:
     plain TCP, which ``connect`` opens itself."""
     if not (conn.tls or conn.ca is not None):
         return None
+    from seabattle.client.wire import HandshakeTimeout
+
     host, port = conn.hostport
-    ctx = ssl.create_default_context(cafile=conn.ca)
-    return await trio.open_ssl_over_tcp_stream(host, port, ssl_context=ctx)
+    try:
+        ctx = ssl.create_default_context(cafile=conn.ca)
+    except ssl.SSLError as e:
+        raise click.ClickException(
+            f"--ca {conn.ca} holds no CA certificate (PEM): {e.reason or e}"
+        ) from None
+    # Only the TCP connection opens here (TLS shakes hands on the first send, in ``connect``,
+    # under its own timeout): bounded all the same, a dropped SYN waits minutes.
+    with trio.move_on_after(conn.timeout):
+        return await trio.open_ssl_over_tcp_stream(host, port, ssl_context=ctx)
+    raise HandshakeTimeout(conn.server, conn.timeout, connected=False)
+
+
+def _timed_out(e: BaseException) -> str:
+    """The line for a :class:`~seabattle.client.wire.HandshakeTimeout`: what happened, and
+    what to look at."""
+    if getattr(e, "connected", False):
+        return f"{e} (a stopped or overloaded server, or not a seabattle server)"
+    return f"{e} (nothing answers there: check the address and any firewall)"
 
 
 def _pinned(pin: str, key: bytes) -> bool:
@@ -200,7 +321,7 @@ def run_client(
     """``trio.run(fn)`` (or ``runner(fn)``: the game screen's) for a command talking to
     ``conn``'s server: whatever ends it early is one line on stderr and a non-zero exit (Ctrl-C:
     130), never a traceback."""
-    from seabattle.client.wire import ConnectionClosed, RequestFailed
+    from seabattle.client.wire import ConnectionClosed, HandshakeTimeout, RequestFailed
     from seabattle.protocol.errors import ProtocolError
 
     try:
@@ -211,6 +332,8 @@ def run_client(
             _interrupted()
         if isinstance(e, click.ClickException | click.exceptions.Exit | SystemExit):
             raise e from None
+        if isinstance(e, HandshakeTimeout):  # a reconnect's, say: open_client tells the first
+            raise click.ClickException(_timed_out(e)) from None
         if isinstance(e, ssl.SSLError):
             raise click.ClickException(f"TLS with {conn.server} failed: {_ssl_why(e)}") from None
         if isinstance(e, OSError):

@@ -29,10 +29,12 @@ def keys() -> None:
 @click.argument("file", type=click.Path(dir_okay=False))
 def show(file: str) -> None:
     """Print the player id (the public key, hex) of key FILE, creating the key if missing."""
-    from seabattle.client.wire import load_key, public_key
+    from seabattle.client.wire import KeyFileError, load_key, public_key
 
     try:
         key = load_key(file)
+    except KeyFileError as e:  # it names the file
+        raise click.ClickException(str(e)) from None
     except (OSError, ValueError) as e:
         raise click.ClickException(f"cannot use the key file {file}: {e}") from None
     click.echo(public_key(key).hex())

@@ -18,7 +18,15 @@ import click
 from rich.table import Table
 from seabattle.protocol import messages as m
 
-from .common import Conn, connection_options, console, open_client, run_client
+from .common import (
+    Conn,
+    address_arg,
+    connection_options,
+    console,
+    key_file_arg,
+    open_client,
+    run_client,
+)
 
 if TYPE_CHECKING:
     from seabattle.client.api import Client
@@ -49,7 +57,6 @@ def _run(
     from seabattle.client.wire import RequestFailed
 
     conn = Conn(server, tls, ca, server_key)
-    conn.hostport  # noqa: B018 - a bad HOST:PORT is a usage error before anything connects
 
     async def run() -> None:
         async with open_client(conn, key=key, name="seabattle", reconnect_for=0) as client:
@@ -61,8 +68,15 @@ def _run(
     run_client(conn, run)
 
 
-_SERVER = click.option("--server", required=True, help="HOST:PORT of a server.")
-_KEY = click.option("--key", default=None, help="Identity key file (a guest key if omitted).")
+_SERVER = click.option(
+    "--server", required=True, callback=address_arg, help="HOST:PORT of a server."
+)
+_KEY = click.option(
+    "--key",
+    default=None,
+    callback=key_file_arg,
+    help="Identity key file, created if missing (a guest key if omitted).",
+)
 _JSON = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 
 

@@ -11,9 +11,21 @@ from typing import TYPE_CHECKING, Any
 
 import click
 import trio
+from seabattle.bots.strategies import STRATEGIES
 
-from .common import _hostport, _rules_arg, _unwrap, console
-from .play import LINE_OPTION
+from .common import (
+    HANDSHAKE_TIMEOUT_OPTION,
+    PORT,
+    _hostport,
+    _rules_arg,
+    _timed_out,
+    _unwrap,
+    address_arg,
+    console,
+    handshake_timeout,
+    key_file_arg,
+)
+from .play import LINE_OPTION, save_path
 
 if TYPE_CHECKING:
     from .tui import GameUI
@@ -89,12 +101,13 @@ def _run_peer(
     play: Callable[..., Awaitable[Any]],
     other: str,
     runner: Callable[[Callable[..., Any]], Any] = trio.run,
+    address: str | None = None,
 ) -> Any:
     """Run a peer match (by ``runner``: ``trio.run`` or the game screen's); a person leaving, or
-    the other side going away, ends it with a message."""
+    the other side going away, ends it with a message. ``address``: the host's, when joining."""
     from seabattle.cli.tui import Quit
-    from seabattle.client.peer import PeerCheated
-    from seabattle.client.wire import ConnectionClosed
+    from seabattle.client.peer import NotAHost, PeerCheated
+    from seabattle.client.wire import ConnectionClosed, HandshakeTimeout
 
     try:
         return runner(play)
@@ -103,6 +116,13 @@ def _run_peer(
         if isinstance(e, Quit | KeyboardInterrupt):
             console.print("you left the match: it has no record")
             sys.exit(1)
+        if isinstance(e, HandshakeTimeout):
+            raise click.ClickException(_timed_out(e)) from None
+        if isinstance(e, NotAHost):
+            raise click.ClickException(
+                f"{address} is a seabattle server, not a hosting peer: play on it with"
+                f" seabattle play --server {address}, or seabattle bot --server {address}"
+            ) from None
         if isinstance(e, ConnectionClosed):
             raise click.ClickException(f"{other} left before the end of the match ({e})") from None
         if isinstance(e, PeerCheated):
@@ -112,13 +132,36 @@ def _run_peer(
         raise
 
 
+#: ``--bot``: a strategy by name (a mistyped one is a usage error that lists them).
+_BOT = click.option(
+    "--bot",
+    "bot_name",
+    type=click.Choice(list(STRATEGIES)),
+    default=None,
+    help="Let a bot strategy play this side.",
+)
+_KEY = click.option(
+    "--key",
+    default=None,
+    callback=key_file_arg,
+    help="Identity key file, created if missing (a guest key if omitted).",
+)
+_SAVE = click.option(
+    "--save",
+    default=None,
+    type=click.Path(dir_okay=False),
+    callback=save_path,
+    help="Save the record.",
+)
+
+
 @click.command("host")
-@click.option("--port", default=0, show_default=True, type=int, help="0 picks a free port.")
+@click.option("--port", default=0, show_default=True, type=PORT, help="0 picks a free port.")
 @click.option("--bind", default="127.0.0.1", show_default=True)
 @click.option("--rules", "rules_", default="classic", show_default=True, help="Preset or JSON.")
-@click.option("--bot", "bot_name", default=None, help="Let a bot strategy play this side.")
-@click.option("--key", default=None, help="Identity key file (a guest key if omitted).")
-@click.option("--save", default=None, type=click.Path(dir_okay=False), help="Save the record.")
+@_BOT
+@_KEY
+@_SAVE
 @click.option("--seed", default=None, type=int)
 @click.option("-v", "--verbose", is_flag=True)
 @LINE_OPTION
@@ -161,17 +204,23 @@ def host_cmd(
             say(f"hosting {rules.name} on {addr[0]}:{addr[1]}; waiting for a joiner")
         return box[0]
 
-    _finish_peer(_run_peer(run, "the joiner", _runner(bot_name, line)), save)
+    try:
+        result = _run_peer(run, "the joiner", _runner(bot_name, line))
+    except OSError as e:
+        # Before anyone joined: the port is taken, or --bind is no address of this machine.
+        raise click.ClickException(f"cannot listen on {bind}:{port}: {e.strerror or e}") from None
+    _finish_peer(result, save)
 
 
 @click.command("join")
-@click.argument("address")
-@click.option("--bot", "bot_name", default=None, help="Let a bot strategy play this side.")
-@click.option("--key", default=None, help="Identity key file (a guest key if omitted).")
+@click.argument("address", callback=address_arg)
+@_BOT
+@_KEY
 @click.option("--name", default="peer", show_default=True)
-@click.option("--save", default=None, type=click.Path(dir_okay=False), help="Save the record.")
+@_SAVE
 @click.option("--seed", default=None, type=int)
 @click.option("-v", "--verbose", is_flag=True)
+@HANDSHAKE_TIMEOUT_OPTION
 @LINE_OPTION
 def join_cmd(
     address: str,
@@ -187,11 +236,17 @@ def join_cmd(
     from seabattle.client.peer import join
 
     h, p = _hostport(address)
+    timeout = handshake_timeout()
     # Connected before the game screen comes up: an unreachable host is one line, not a screen
     # drawn and taken away again. (A probe connection would not do: the host takes the first
     # connection that reaches it as its joiner.)
     try:
-        sock = socket.create_connection((h, p), timeout=30)
+        sock = socket.create_connection((h, p), timeout=timeout)
+    except TimeoutError:
+        raise click.ClickException(
+            f"{address} did not accept the connection within {timeout:g} s"
+            " (nothing answers there: check the address and any firewall)"
+        ) from None
     except OSError as e:
         raise click.ClickException(f"cannot reach {address}: {e.strerror or e}") from None
     sock.setblocking(False)
@@ -204,10 +259,19 @@ def join_cmd(
         reporter = _peer_reporter(
             verbose, bot_name is None, console.print if ui is None else ui.say
         )
-        return await join(player, h, p, key=key, name=name, on_event=reporter, connect=connected)
+        return await join(
+            player,
+            h,
+            p,
+            key=key,
+            name=name,
+            on_event=reporter,
+            connect=connected,
+            handshake_timeout=timeout,
+        )
 
     try:
-        result = _run_peer(run, "the host", _runner(bot_name, line))
+        result = _run_peer(run, "the host", _runner(bot_name, line), address)
     except OSError as e:
         failed = e.strerror or e
         raise click.ClickException(f"the connection to {address} failed: {failed}") from None

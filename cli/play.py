@@ -12,8 +12,10 @@ from .common import (
     Conn,
     _rules_arg,
     _rules_map,
+    address_arg,
     connection_options,
     console,
+    key_file_arg,
     open_client,
     open_stream,
     run_client,
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
 
     from .tui import GameUI
 
-__all__ = ["LINE_OPTION", "PLACEMENT", "play"]
+__all__ = ["LINE_OPTION", "PLACEMENT", "play", "save_path"]
 
 #: ``--line``: the scrolling line mode even on a terminal (off a terminal it is the only one).
 LINE_OPTION = click.option(
@@ -47,8 +49,16 @@ PLACEMENT = click.option(
 )
 
 
+def save_path(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A click callback for a file to save a record to at the end of a match: its folder must
+    exist now, not only when the match is over and the record would be lost."""
+    if value is not None and not Path(value).resolve().parent.is_dir():
+        raise click.BadParameter(f"there is no folder for {value!r}", ctx, param)
+    return value
+
+
 @click.command()
-@click.option("--server", required=True, help="HOST:PORT of a server.")
+@click.option("--server", required=True, callback=address_arg, help="HOST:PORT of a server.")
 @connection_options
 @click.option("--rules", "rules_", default="classic", show_default=True, help="Preset or JSON.")
 @click.option("--mode", type=click.Choice(["blind", "custody"]), default="blind")
@@ -70,9 +80,15 @@ PLACEMENT = click.option(
     "--save",
     default=None,
     type=click.Path(dir_okay=False),
+    callback=save_path,
     help="Save the signed record of the match to this file when it ends (and verify it).",
 )
-@click.option("--key", default=None, help="Identity key file (a guest key if omitted).")
+@click.option(
+    "--key",
+    default=None,
+    callback=key_file_arg,
+    help="Identity key file, created if missing (a guest key if omitted).",
+)
 @click.option("--name", default="player", show_default=True)
 @PLACEMENT
 @LINE_OPTION
@@ -105,8 +121,6 @@ def play(
         raise click.UsageError("--invite opens a match and --join takes one: give one of them")
     if open_ and (invite or join_code is not None):
         raise click.UsageError("--open opens a public match: give it without --invite or --join")
-    if save is not None and not Path(save).resolve().parent.is_dir():
-        raise click.BadParameter(f"no directory for {save!r}", param_hint="--save")
     conn = Conn(server, tls, ca, server_key)
     h, p = conn.hostport
     rules = _rules_map(_rules_arg(rules_))

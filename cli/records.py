@@ -11,7 +11,27 @@ import click
 
 from .common import console
 
-__all__ = ["verify"]
+__all__ = ["damaged", "verify"]
+
+
+def damaged(data: bytes) -> str | None:
+    """Why ``data`` is no signed record at all (``"damaged: ..."``, in a reader's words), or
+    ``None`` if it decodes to one (which may still fail verification).
+
+    The decoder's own words (``not msgpack: ValueError: Unpack failed: incomplete input``) name
+    a library's exception; what the reader needs to know is that the file is broken, and
+    whether it was cut short (a copy or a download that stopped) or is something else."""
+    from seabattle.protocol.record import RecordError, load_record
+
+    try:
+        load_record(data)
+    except RecordError as e:
+        if not data:
+            return "damaged: the file is empty"
+        if "incomplete input" in e.detail:
+            return "damaged: the file is cut short (it ends inside the record)"
+        return "damaged: the file holds no signed match record (its bytes do not decode as one)"
+    return None
 
 
 def _verify_file(path: str, referee_key: bytes | None, accept_v1: bool) -> dict[str, Any]:
@@ -20,10 +40,14 @@ def _verify_file(path: str, referee_key: bytes | None, accept_v1: bool) -> dict[
     try:
         data = Path(path).read_bytes()
     except OSError as e:
-        return {"file": path, "ok": False, "reason": f"unreadable: {e}"}
+        return {"file": path, "ok": False, "reason": f"unreadable: {e.strerror or e}"}
     # From the bytes, not a decoded map: a file that is not the record's canonical encoding is
     # malformed (spec 11.3).
     report = verify_bytes(data, referee_key=referee_key, accept_v1=accept_v1).to_dict()
+    broken = damaged(data)
+    if broken is not None:
+        # The report's problems keep the decoder's own words; its reason is for people.
+        report["reason"] = broken
     report["file"] = path
     return report
 
@@ -41,7 +65,10 @@ def _referee_key(given: str) -> bytes:
         raise click.BadParameter("neither 64 hex digits nor a key file", param_hint="--referee-key")
     from seabattle.common.keys import load_or_create_key
 
-    return load_or_create_key(path).public_key().public_bytes_raw()
+    try:
+        return load_or_create_key(path).public_key().public_bytes_raw()
+    except OSError as e:  # KeyFileError: a file that holds no key
+        raise click.BadParameter(str(e), param_hint="--referee-key") from None
 
 
 @click.command()
@@ -86,6 +113,9 @@ def verify(
                     f"signed by {sigs}{unbound}",
                     soft_wrap=True,
                 )
+            elif r["reason"].startswith(("damaged", "unreadable")):
+                # No record to judge: an error, on stderr, not a verdict on stdout.
+                click.echo(f"{r['file']}: {r['reason']}", err=True)
             else:
                 hint = " (--accept-v1 reads it)" if r["reason"].startswith("old_version") else ""
                 console.print(f"[red]FAIL[/red] {r['file']}: {r['reason']}{hint}", soft_wrap=True)

@@ -148,7 +148,9 @@ def _decode(path: str, data: bytes) -> dict[str, Any]:
     try:
         return load_record(data)
     except RecordError as e:
-        raise ShowError(f"{path}: {e.detail}") from None
+        from .records import damaged
+
+        raise ShowError(f"{path}: {damaged(data) or e.detail}") from None
 
 
 def replay_record(signed: Any, *, data: bytes | None = None) -> Replay:
@@ -399,16 +401,15 @@ def show(record: str, html_out: str | None, boards: bool, as_json: bool) -> None
         data = _read(record)
         rp = replay_record(_decode(record, data), data=data)
     except ShowError as e:
-        console.print(f"[red]error[/red]: {e}", highlight=False, soft_wrap=True)
-        sys.exit(1)
+        # Nothing to show: an error, on stderr (stdout is the replay, or --json's).
+        raise click.ClickException(str(e)) from None
     if html_out is not None:
         from .show_page import render_page
 
         try:
             Path(html_out).write_text(render_page(rp), encoding="utf-8")
         except OSError as e:
-            console.print(f"[red]error[/red]: {html_out}: {e.strerror or e}", highlight=False)
-            sys.exit(1)
+            raise click.ClickException(f"cannot write {html_out}: {e.strerror or e}") from None
         console.print(f"wrote {html_out}", highlight=False)
     elif as_json:
         click.echo(json.dumps(rp.to_dict(), indent=1))

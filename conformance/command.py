@@ -21,6 +21,8 @@ def _parse_target(target: str) -> tuple[str, int]:
     host, sep, port = target.rpartition(":")
     if not sep or not port.isdigit():
         raise click.BadParameter("expected HOST:PORT", param_hint="TARGET")
+    if not 1 <= int(port) <= 65535:
+        raise click.BadParameter(f"port {port} is not in 1..65535", param_hint="TARGET")
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
@@ -78,10 +80,15 @@ def conformance(
     if not serve:
         host, port = _parse_target(target[0])
         try:
-            trio.run(_reachable, host, port)
+            answered = trio.run(_reachable, host, port, timeout)
         except OSError as e:
             # Every case would fail the same way, each with its own trace: say it once.
             raise click.ClickException(f"cannot reach {target[0]}: {e.strerror or e}") from None
+        if not answered:
+            raise click.ClickException(
+                f"{target[0]} accepted the connection but did not answer the handshake within"
+                f" {timeout:g} s (--timeout)"
+            )
     from rich.console import Console
 
     console = Console(stderr=as_json)
@@ -118,6 +125,19 @@ def conformance(
     raise SystemExit(1 if report.failed else 0)
 
 
-async def _reachable(host: str, port: int) -> None:
-    stream = await trio.open_tcp_stream(host, port)
-    await stream.aclose()
+async def _reachable(host: str, port: int, timeout: float) -> bool:
+    """Whether ``host:port`` answers a ``hello`` (with anything: judging it is the suite's) within
+    ``timeout`` seconds; raises ``OSError`` if it cannot be reached at all."""
+    from seabattle.protocol import messages as m
+    from seabattle.protocol.codec import encode_frame
+    from seabattle.protocol.session import SUPPORTED_VERSIONS
+
+    from .probe import AGENT
+
+    with trio.move_on_after(timeout):
+        stream = await trio.open_tcp_stream(host, port)
+        async with stream:
+            await stream.send_all(encode_frame(m.encode(m.Hello(SUPPORTED_VERSIONS, AGENT, ()))))
+            await stream.receive_some(1)  # any answer, the end of the stream included
+            return True
+    return False

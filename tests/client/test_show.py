@@ -83,7 +83,7 @@ def test_show_names_the_false_proof_and_exits_1(tmp_path: Path) -> None:
 def test_show_refuses_what_is_not_a_record_in_one_line(tmp_path: Path) -> None:
     junk = tmp_path / "junk.sbr"
     junk.write_bytes(b"\xc1 not msgpack")
-    for path, says in ((junk, "not msgpack"), (tmp_path / "missing.sbr", "No such file")):
+    for path, says in ((junk, "damaged"), (tmp_path / "missing.sbr", "No such file")):
         code, out = _show(str(path))
         assert code == 1
         assert out.count("\n") == 1 and says in out and "Traceback" not in out

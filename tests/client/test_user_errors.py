@@ -237,3 +237,206 @@ def test_conformance_against_an_unreachable_server() -> None:
 
 def test_conformance_only_matching_nothing(server: Server) -> None:
     one_error(seabattle("conformance", server.addr, "--only", "nosuch"), "no case matches")
+
+
+# -- issue 36: mistakes that ended in a traceback or a wrong result ------------------------------
+
+
+def seabattles(
+    *runs: list[str], timeout: float = TIMEOUT
+) -> list[subprocess.CompletedProcess[str]]:
+    """Several ``seabattle`` runs at once (each one is a second or so of start-up alone)."""
+    procs = [
+        (
+            args,
+            subprocess.Popen(
+                [*CLI, *args],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                stdin=subprocess.DEVNULL,
+                text=True,
+            ),
+        )
+        for args in runs
+    ]
+    done = []
+    for args, p in procs:
+        out, err = p.communicate(timeout=timeout)
+        done.append(subprocess.CompletedProcess(args, p.returncode, out, err))
+    return done
+
+
+@pytest.fixture
+def silent() -> Iterator[str]:
+    """HOST:PORT of a socket that listens and never answers: the kernel completes the TCP
+    handshake (a stopped server, a wedged process) and nobody ever reads."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(64)
+        yield f"127.0.0.1:{s.getsockname()[1]}"
+
+
+def test_an_unknown_bot_is_refused_naming_the_bots() -> None:
+    for r in seabattles(["host", "--bot", "nosuch"], ["join", "127.0.0.1:1", "--bot", "nosuch"]):
+        one_error(r, "'nosuch' is not one of")
+        assert all(name in r.stderr for name in ("random", "hunt", "density", "best")), r.stderr
+
+
+def test_a_file_that_is_not_a_key_is_refused_by_every_command_taking_one(
+    tmp_path: Path, server: Server
+) -> None:
+    cert, tls_key = self_signed(tmp_path)  # a certificate, and an EC (not Ed25519) key
+    mid = "00" * 16
+    runs: list[list[str]] = []
+    for bad in (cert, tls_key):
+        k = ["--key", str(bad)]
+        runs += [
+            ["bot", "--server", server.addr, *k],
+            ["play", "--server", server.addr, "--line", *k],
+            ["host", "--bot", "hunt", *k],
+            ["join", server.addr, "--bot", "hunt", *k],
+            ["ladder", "--server", server.addr, *k],
+            ["matches", "--server", server.addr, *k],
+            ["watch", mid, "--server", server.addr, *k],
+            ["record", "fetch", mid, "--server", server.addr, *k],
+            ["keys", "show", str(bad)],
+            ["verify", "--referee-key", str(bad), str(cert)],
+        ]
+    runs.append(
+        ["serve", "--port", "0", "--db", str(tmp_path / "db"), "--key", str(cert)],
+    )
+    for r in seabattles(*runs):
+        one_error(r, "holds no Ed25519 private key")
+
+
+def test_a_key_in_a_missing_folder_is_refused_and_made_in_an_existing_one(tmp_path: Path) -> None:
+    lost = tmp_path / "no" / "such" / "me.key"
+    runs = [
+        ["keys", "show", str(lost)],
+        ["host", "--bot", "hunt", "--key", str(lost)],
+        ["bot", "--server", "127.0.0.1:1", "--key", str(lost)],
+        ["serve", "--port", "0", "--db", str(tmp_path / "db"), "--key", str(lost)],
+    ]
+    for r in seabattles(*runs):
+        one_error(r, f"there is no folder {lost.parent}")
+    assert not (tmp_path / "no").exists()
+    # The first run in a folder that exists makes the key, and the next finds the same one.
+    me = tmp_path / "me.key"
+    first, again = seabattle("keys", "show", str(me)), seabattle("keys", "show", str(me))
+    assert first.returncode == 0 and me.is_file() and first.stdout == again.stdout, first
+
+
+def test_ports_out_of_range_are_refused_everywhere_a_port_is_taken() -> None:
+    far, mid = "127.0.0.1:99999", "00" * 16
+    runs = [
+        ["host", "--port", "99999", "--bot", "hunt"],
+        ["play", "--server", far],
+        ["bot", "--server", far],
+        ["join", far, "--bot", "hunt"],
+        ["ladder", "--server", far],
+        ["matches", "--server", far],
+        ["watch", mid, "--server", far],
+        ["record", "fetch", mid, "--server", far],
+        ["conformance", far],
+        ["bot", "--server", "127.0.0.1:0"],  # nothing to connect to on port 0
+    ]
+    host, *clients, zero = seabattles(*runs)
+    one_error(host, "99999 is not in the range 0<=x<=65535")
+    for r in clients:
+        one_error(r, "99999 is not in 1..65535")
+    one_error(zero, "port 0 is not in 1..65535")
+
+
+def test_an_address_without_a_port_is_a_usage_error() -> None:
+    for r in seabattles(["bot", "--server", "localhost"], ["join", "localhost", "--bot", "hunt"]):
+        one_error(r, "'localhost' is not HOST:PORT (the port is missing)")
+        assert r.returncode == 2
+
+
+def test_a_server_that_never_answers_the_handshake_is_given_up_in_one_line(silent: str) -> None:
+    mid = "00" * 16
+    t = ["--handshake-timeout", "1"]
+    runs = [
+        ["bot", "--server", silent, "--wait", "3", *t],
+        ["play", "--server", silent, "--line", *t],
+        ["join", silent, "--bot", "hunt", *t],
+        ["ladder", "--server", silent, *t],
+        ["matches", "--server", silent, *t],
+        ["watch", mid, "--server", silent, *t],
+        ["record", "fetch", mid, "--server", silent, *t],
+        ["conformance", silent, "--timeout", "1"],
+    ]
+    for r in seabattles(*runs, timeout=30):
+        one_error(
+            r, f"{silent} accepted the connection but did not answer the handshake within 1 s"
+        )
+
+
+def test_join_pointed_at_a_server_says_it_is_one(server: Server) -> None:
+    r = seabattle("join", server.addr, "--bot", "hunt")
+    one_error(r, f"{server.addr} is a seabattle server, not a hosting peer")
+    assert f"play --server {server.addr}" in r.stderr and "bot --server" in r.stderr
+
+
+def _record_file(tmp_path: Path) -> bytes:
+    from helpers import from_json
+    from seabattle.protocol.record import dump_record
+
+    vectors = Path(__file__).resolve().parents[2] / "spec" / "vectors"
+    vector = from_json(json.loads((vectors / "records.json").read_text()))
+    return dump_record(vector["signed"])
+
+
+def test_a_damaged_record_is_one_line_on_stderr_that_says_so(tmp_path: Path) -> None:
+    data = _record_file(tmp_path)
+    cut = tmp_path / "cut.sbr"
+    cut.write_bytes(data[: len(data) // 2])  # a copy that stopped half way
+    text = tmp_path / "notes.sbr"
+    text.write_text("hello\n")
+    for path, why in ((cut, "is cut short"), (text, "holds no signed match record")):
+        for r in seabattles(["show", str(path)], ["verify", str(path)]):
+            one_error(r, f"{path}: damaged: the file {why}")
+            assert r.stdout == "", r.stdout
+        j = seabattle("verify", "--json", str(path))
+        assert j.returncode == 1 and "Traceback" not in j.stderr, j
+        (report,) = json.loads(j.stdout)
+        assert report["ok"] is False and report["reason"].startswith(f"damaged: the file {why}")
+    missing = str(tmp_path / "missing.sbr")
+    show, verify = seabattles(["show", missing], ["verify", missing])
+    one_error(show, "No such file or directory")
+    one_error(verify, "unreadable: No such file or directory")
+    # A good record beside a damaged one: the good one is still verified on stdout.
+    good = tmp_path / "good.sbr"
+    good.write_bytes(data)
+    both = seabattle("verify", str(good), str(cut))
+    one_error(both, "damaged")
+    assert both.stdout.startswith("OK") and str(good) in both.stdout
+
+
+def test_other_wrong_arguments_are_one_line(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        runs = [
+            ["bot", "--stats", "--rules", '{"rows": 8,'],
+            ["bot", "--stats", "--rules", "[1]"],
+            ["host", "--bot", "hunt", "--port", port],
+            ["host", "--bot", "hunt", "--bind", "192.0.2.1"],  # TEST-NET: no address of ours
+            ["host", "--bot", "hunt", "--save", str(tmp_path / "no" / "m.sbr")],
+            ["join", "127.0.0.1:1", "--bot", "hunt", "--save", str(tmp_path / "no" / "m.sbr")],
+            ["bot", "--server", "127.0.0.1:1", "--ca", str(tmp_path / "ca.pem")],
+        ]
+        (tmp_path / "ca.pem").write_text("not a certificate\n")
+        results = seabattles(*runs)
+    says = [
+        "--rules: not valid JSON",
+        "--rules: no preset",
+        f"cannot listen on 127.0.0.1:{port}: Address already in use",
+        "cannot listen on 192.0.2.1:0",
+        "there is no folder for",
+        "there is no folder for",
+        "holds no CA certificate",
+    ]
+    for r, said in zip(results, says, strict=True):
+        one_error(r, said)
