@@ -578,10 +578,13 @@ class Spectator:
         if isinstance(msg, m.ShotCalled):
             what = "radar at" if msg.radar else "fires at"
             self.clock = None  # the mover's clock stopped; the answer clock is not announced
+            self.phase = "answer"
             return f"{g}shot {msg.n}: {self.who(msg.seat)} {what} {' '.join(msg.cells)}"
         if isinstance(msg, m.VerdictMsg):
             said = self._verdict(msg)
             self.turn, self.shots = msg.next, max(self.shots, msg.n)
+            if msg.next is not None:
+                self.phase = "firing"
             nxt = "firing is over" if msg.next is None else f"{self.who(msg.next)} next"
             return f"{g}shot {msg.n}: {said}; {nxt}"
         if isinstance(msg, m.ShotLost):
@@ -642,7 +645,11 @@ class Spectator:
         clock = v.get("clock")
         if isinstance(clock, dict) and isinstance(clock.get("left"), int):
             kind = str(clock.get("kind", "?"))
+            # The view does not say whose: a shot clock runs for the side to move, an answer
+            # clock for the other; the setup and reveal clocks for both.
             seat = self.turn if kind == "shot" else None
+            if kind == "answer" and self.turn is not None:
+                seat = 1 - self.turn
             self.clock = (kind, seat, now + clock["left"])
         name = self.rules.name if self.rules is not None else "unknown rules"
         parts = [f"watching match {msg.match.hex()}: {name}, {self.mode} mode"]
@@ -738,7 +745,8 @@ class Spectator:
         fleet = self.fleets[seat]
         occ = fleet.occupancy(rules) if fleet is not None else None
         title = Text(self.names[seat], style="bold")
-        if self.turn == seat and self.phase == "firing" and not self.finished:
+        # The turn stays with the side that called while the other owes its answer.
+        if self.turn == seat and self.phase in ("firing", "answer") and not self.finished:
             title.append("  ")
             title.append(" TO MOVE ", style="bold black on green")
         lines = grid_lines(rules, board_glyph(self.boards[seat], occ), title)

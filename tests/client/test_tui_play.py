@@ -64,7 +64,8 @@ def final_grids(text: str) -> tuple[list[str], list[str]]:
 
 
 def ship_cells(rows: list[str]) -> int:
-    return sum(len(re.findall(r"(?<= )[OX#](?= |$)", r)) for r in rows)
+    # A ship's letter (in lower case once sunk; never O, X: they read as a ship, a hit), X, #.
+    return sum(len(re.findall(r"(?<= )[A-NP-Za-np-wyz#](?= |$)", r)) for r in rows)
 
 
 # ================================================================================================
@@ -227,7 +228,7 @@ async def test_a_refereed_game_by_hand(server: tuple[str, int], mode: str) -> No
     text = screen(out)
     assert won is (not bot.won)
     assert bot.seat is not None
-    assert f"you are seat {1 - bot.seat}, {mode} mode" in text
+    assert re.search(rf"you are me( \(\d+\))?, against bot( \(\d+\))?, {mode} mode", text)
     assert "Rules: sea-battle" in text and "setup 120s, shot 30s" in text
     # 004: ships in fleet order, with the setup clock shown in the prompt.
     assert "refused: these rules place the ships in fleet order: next is Ship-5 (5)" in text

@@ -180,3 +180,12 @@ def test_ships_shown_sunk_that_touch_read_as_two() -> None:
     screen = text(s)
     assert rows(screen, 1)[1] == ["a", "a", "b", "~", "~"], screen
     assert "ships afloat: 0 of 2" in screen
+
+
+def test_a_snapshot_taken_while_a_shot_waits_for_its_answer() -> None:
+    # Bob called; alice owes the answer: the turn is still bob's, the answer clock alice's.
+    s = Spectator()
+    s.feed(snapshot(phase="answer", clock={"kind": "answer", "left": 31}), 0.0)
+    screen = text(s)
+    assert re.search(r"alice +bob +TO MOVE", screen), screen
+    assert re.search(r"answer clock 31 s +no clock running", screen), screen
