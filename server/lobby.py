@@ -39,6 +39,7 @@ from .journal import Journal
 from .lobby_rules import _SHAPE_KEYS, parse_rules_within
 from .lobby_state import LobbyState, OpenMatch, _add, _discard, _now, _values, _Waiting
 from .metrics import Metrics
+from .people import People
 from .records import add_cosign, add_cosign_stored
 from .referee import GAME_MESSAGES, MODES, Referee, Seat
 from .store import Conflict, Store
@@ -89,6 +90,9 @@ class Lobby(LobbyState):
             m.Running: self._running,
             m.PlayerFigures: self._player,
         }
+        #: who is online, challenges and chat (spec 6.9): their requests are its
+        self.people = People(self)
+        self._handlers.update(self.people.handlers())
 
     # -- entry points for connections -----------------------------------------------------------
 
@@ -147,6 +151,7 @@ class Lobby(LobbyState):
                 _add(self._present, peer, ref)
                 if old is not None and not self._is_present(ref, old):
                     _discard(self._present, old, ref)
+        self.people.authenticated(peer)
         if self.cluster is not None:
             _add(self._online, peer.player, peer)
             for mid, a in list(self.arriving.items()):
@@ -251,6 +256,7 @@ class Lobby(LobbyState):
     def disconnected(self, peer: Peer) -> None:
         """``peer``'s connection ended: free its seats, queue places, offers and open matches."""
         self._rule_buckets.pop(peer, None)
+        self.people.disconnected(peer)
         key = self._queued.pop(peer, None)
         if key is not None and (w := self.quick_queue.get(key)) is not None and w.peer is peer:
             del self.quick_queue[key]

@@ -141,6 +141,9 @@ OPTIONS: dict[str, Option] = {
         0.1,
         hi=3600,
     ),
+    "challenge_timeout": _limit(
+        "challenge_timeout", "seconds a challenge waits for its answer", 1.0, hi=86400
+    ),
     "journal": _limit("journal", "store every move first, so matches survive a restart"),
     "journal_window": _limit(
         "journal_window", "seconds the journal waits to batch moves (0: one pass)", 0.0, hi=10
