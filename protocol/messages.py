@@ -914,7 +914,7 @@ class Coin(Message):
 # People (capability ``people``, spec 6.9): who is online, named challenges, a match's chat.
 
 CHAT_MAX = 200
-"""Longest ``say.text``, in Unicode code points (spec 6.9.4; the server refuses a longer line
+"""Longest ``say.line``, in Unicode code points (spec 6.9.4; the server refuses a longer line
 ``BAD_MESSAGE``, as the rule of a request, so that the refusal names it)."""
 
 
@@ -997,9 +997,12 @@ class ChallengeGone(Message):
 class Say(Message):
     """A line of chat to the players of running match ``match`` (not its spectators)."""
 
+    # ``line``, not ``text``: a CDDL tool (cddl-rs, pycddl) reads a bare key ``text`` in the
+    # schema as the prelude's type ``text``, any string, and then refuses every valid ``say``.
+
     id: int
     match: bytes
-    text: str
+    line: str
 
 
 @message("said", Dir.S2C)
@@ -1011,7 +1014,7 @@ class Said(Message):
     match: bytes
     seat: int
     member: int
-    text: str
+    line: str
 
 
 # People (capability ``people``, spec 6.9): the seats' names, the running matches, a player's

@@ -61,7 +61,7 @@ class Limits:
     #: how long a match paired across nodes waits for its player from the other node before it
     #: starts without it (whose grace period then runs)
     arrive_timeout: float = 10.0
-    #: seconds a named challenge waits for its answer before it expires (spec 6.9.3)
+    #: seconds a named challenge waits for its answer before it expires (spec 6.9.2)
     challenge_timeout: float = 60.0
     challenges_per_peer: int = 4  #: challenges one session may have pending at once
     challenges_per_target: int = 20  #: challenges pending to one player at once

@@ -3,10 +3,10 @@
 Theory of operation. Everything here is about the sessions that agreed the capability
 ``people`` (spec 4.2): only they are online, only they may challenge or be challenged, and only
 they are sent ``challenged``, ``challenge_gone`` and ``said`` (a session that did not agree it
-is sent none of them, and its requests are refused ``NOT_ALLOWED``). The session itself is the
-player's event stream (lichess's ``/api/stream/event``): a challenge to a player goes to each of
-its people sessions as ``challenged``, whatever it is doing, and again to a session that comes
-later while the challenge is pending, right after its ``authed``.
+is sent none of them, and its requests but ``online`` are refused ``NOT_ALLOWED``). The session
+itself is the player's event stream (lichess's ``/api/stream/event``): a challenge to a player
+goes to each of its people sessions as ``challenged``, whatever it is doing, and again to a
+session that comes later while the challenge is pending, right after its ``authed``.
 
 A challenge is bound to the session that made it: that session gets its ``challenge_gone`` and,
 once accepted, the match's ``start``; when it ends, its challenges end (``offline``). A
@@ -53,9 +53,9 @@ __all__ = ["ONLINE_MAX", "People"]
 _log = logging.getLogger("seabattle.server.people")
 
 ONLINE_MAX = 100
-"""Most players one ``online`` answer names (spec 6.9.2)."""
+"""Most players one ``online`` answer names (spec 6.9.1)."""
 
-#: The reasons a challenge ends (``challenge_gone.reason``, spec 6.9.3).
+#: The reasons a challenge ends (``challenge_gone.reason``, spec 6.9.2).
 GONE_REASONS = ("accepted", "declined", "cancelled", "expired", "offline")
 
 _PLAYER_ID_LEN = 64  # a player id: the hex of a 32-byte key (spec 4.3)
@@ -160,7 +160,6 @@ class People:
     async def online(self, peer: Peer, msg: m.Online) -> dict[str, Any]:
         """``online``: up to :data:`ONLINE_MAX` players online, each with its name, rating and
         whether it plays a running match now."""
-        self._needs_people(peer, "online")
         rows = []
         for player, peers in self.sessions.items():
             here = [p for p in peers if p.connected]
@@ -184,8 +183,8 @@ class People:
     def _target(self, peer: Peer, who: str) -> str:
         """The player id ``who`` names: a player id online, or the display name of exactly one
         player online (``NO_SUCH_PLAYER`` otherwise)."""
-        if len(who) == _PLAYER_ID_LEN and who in self.sessions and self._online(who):
-            return who
+        if len(who) == _PLAYER_ID_LEN and self._online(who.lower()):
+            return who.lower()
         want = who.strip().casefold()
         found = {
             p.player
@@ -343,9 +342,9 @@ class People:
     async def say(self, peer: Peer, msg: m.Say) -> dict[str, Any]:
         """``say``: a line to the match's players (not its spectators), as ``said``."""
         self._needs_people(peer, "say")
-        text = _chat_text(msg.text, "say.text")
+        text = _chat_text(msg.line, "say.line")
         if not text:
-            raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, "say.text: an empty line")
+            raise RemoteProtocolError(ErrorCode.BAD_MESSAGE, "say.line: an empty line")
         ref = self.lobby.running.get(msg.match)
         if ref is None:
             raise Refused(ErrorCode.NO_SUCH_MATCH, "no running match with that id")
