@@ -44,6 +44,7 @@ from .events import (
     Reconnecting,
     Refused,
     Resumed,
+    Said,
     ShotResult,
     YourTurn,
 )
@@ -87,6 +88,7 @@ __all__ = [
     "RequestFailed",
     "Resumed",
     "RunningClock",
+    "Said",
     "ShotResult",
     "Tamper",
     "Wire",
@@ -167,6 +169,7 @@ class Client(Lobby, Rejoin):
         self._moves: dict[int, MatchHandle] = {}
         self.errors: list[m.Error] = []
         self._nursery: trio.Nursery | None = None  # the reader's: runs delayed resends
+        self._people_init()  # the account's events and challenges (spec 6.9)
 
     # -- requests --------------------------------------------------------------------------------
 
@@ -284,6 +287,7 @@ class Client(Lobby, Rejoin):
             self._moves.clear()
             for w in self._watchers.values():
                 w.close()
+            self._account_closed()
 
     async def _read_wire(self) -> None:
         """Dispatch what the current connection brings, until it ends (or falls silent)."""
@@ -364,6 +368,8 @@ class Client(Lobby, Rejoin):
             return
         if isinstance(msg, m.Bye):
             self._bye = msg.reason
+            return
+        if self._account(msg):  # challenges: the account's events (spec 6.9.3)
             return
         mid = getattr(msg, "match", None)
         if not isinstance(mid, bytes):

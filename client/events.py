@@ -33,6 +33,7 @@ __all__ = [
     "Reconnecting",
     "Refused",
     "Resumed",
+    "Said",
     "ShotResult",
     "YourTurn",
 ]
@@ -47,3 +48,15 @@ class Reconnecting(MatchEvent):
     delay: float
     addr: str
     reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Said(MatchEvent):
+    """A line of the match's chat (spec 6.9.4), ours included, in the order the server took
+    them: said by ``seat``'s team member ``member`` (0 without team play); ``mine`` when we
+    said it. ``line`` holds no control character, but any other code point may be in it."""
+
+    seat: int
+    member: int
+    line: str
+    mine: bool

@@ -20,6 +20,7 @@ import trio
 from seabattle.protocol import messages as m
 from seabattle.protocol.errors import ErrorCode
 
+from .people import People
 from .wire import RequestFailed
 
 if TYPE_CHECKING:
@@ -28,8 +29,9 @@ if TYPE_CHECKING:
 __all__ = ["Lobby"]
 
 
-class Lobby:
-    """The lobby's requests, for :class:`~.api.Client`, which sends them and keeps the matches."""
+class Lobby(People):
+    """The lobby's requests, for :class:`~.api.Client`, which sends them and keeps the matches
+    (who is online and challenges are :class:`~.people.People`'s)."""
 
     #: the channels of the matches being watched, by match id (the reader feeds them)
     _watchers: dict[bytes, trio.MemorySendChannel[m.Message]]

@@ -31,7 +31,7 @@ from seabattle.protocol.seat import Clock, Out, Seat, Tamper
 from seabattle.protocol.session import LEAN
 from seabattle.protocol.verdict import Defender
 
-from .events import LieDetected, MatchEnded, MatchEvent
+from .events import LieDetected, MatchEnded, MatchEvent, Said
 from .wire import ConnectionClosed
 
 if TYPE_CHECKING:
@@ -272,6 +272,13 @@ class MatchHandle:
         """Give up the current game."""
         await self._deliver(self.core.resign(), wait=True)
 
+    async def say(self, line: str) -> None:
+        """Say ``line`` to the match's players (spec 6.9.4; at most 200 characters, no control
+        characters): it comes back to both of us as a :class:`~.events.Said` event. Raises
+        :class:`~.wire.RequestFailed` when refused (``RATE_LIMITED`` past a few lines a second,
+        after the client's own retries; ``NOT_ALLOWED`` without the capability ``people``)."""
+        await self.client._request(lambda i: m.Say(i, self.id, line))
+
     async def events(self) -> AsyncIterator[MatchEvent]:
         """The match's events, in order, until :class:`MatchEnded` (or the connection ends)."""
         async for ev in self._recv:
@@ -305,6 +312,10 @@ class MatchHandle:
         game = core.game_no
         core.lean = self.lean
         core.epoch = self.client.epoch
+        if isinstance(msg, m.Said):  # the chat (spec 6.9.4): the seat knows nothing of it
+            mine = msg.seat == core.seat and msg.member == core.member
+            self._emit(Said(msg.seat, msg.member, msg.line, mine))
+            return
         if isinstance(msg, m.Seated):
             self.names, self.ratings = msg.names, msg.ratings
         elif isinstance(msg, m.Snapshot) and not self.names:
