@@ -29,7 +29,7 @@ from .common import console
 from .keys import keys
 from .lobby import ladder, matches, record, watch
 from .peer import host_cmd, join_cmd
-from .people import player_cmd
+from .people import accept_cmd, challenge_cmd, decline_cmd, online_cmd, player_cmd
 from .play import play
 from .records import verify
 from .serve import demo, serve
@@ -107,6 +107,10 @@ for _command in (
     matches,
     record,
     player_cmd,
+    online_cmd,
+    challenge_cmd,
+    accept_cmd,
+    decline_cmd,
 ):
     main.add_command(_command)
 
