@@ -17,7 +17,7 @@ from seabattle.protocol.rules import rules_from_dict
 from seabattle.protocol.session import PEOPLE
 from seabattle.protocol.ticket import Ticket, issue_ticket
 
-from .probe import RULES, Probe, _err, _short, describe
+from .probe import NOISE, RULES, Probe, _err, _short, describe
 from .results import CaseFailed, NotImplementedCase, Trace
 from .suite import Suite, case, expect_game_over
 
@@ -375,3 +375,134 @@ async def _player(s: Suite, t: Trace) -> None:
         raise CaseFailed(f"figures {_short(f)}: not integers {bad}, or no history list")
     if (f["games"], f["shots"], f["history"]) != (0, 0, []):
         raise CaseFailed(f"a player who never played has figures {_short(f)}")
+
+
+# -- people (6.9.2, 6.9.4): challenges and the players' chat ---------------------------------------
+
+
+async def _challenged(a: Probe, b: Probe) -> bytes:
+    """``a`` challenges ``b`` by id; ``b`` is sent ``challenged`` naming ``a``: its id."""
+    data = await a.ok(lambda i: m.Challenge(i, b.player, RULES, "blind"))
+    cid = data.get("challenge")
+    if not isinstance(cid, bytes):
+        raise CaseFailed(f"challenge answered {_short(data)}")
+    got = await b.expect(m.Challenged)
+    assert isinstance(got, m.Challenged)
+    if (got.challenge, got.player, got.mode) != (cid, a.player, "blind"):
+        raise CaseFailed(f"B was sent {describe(got)}")
+    return cid
+
+
+async def _accepted(a: Probe, b: Probe, cid: bytes) -> bytes:
+    """``b`` accepts ``cid``: both are told it ended ``accepted`` and sent the match's start."""
+    rid = b.next_id()
+    await b.send(m.Accept(rid, cid))
+    gone_b = await b.expect(m.ChallengeGone)
+    ok = await b.expect(m.Ok, m.Error)
+    if not isinstance(ok, m.Ok) or ok.ref != rid or not isinstance(ok.data.get("match"), bytes):
+        raise CaseFailed(f"accept answered {describe(ok)}")
+    mid: bytes = ok.data["match"]
+    gone_a = await a.expect(m.ChallengeGone)
+    for who, gone in (("A", gone_a), ("B", gone_b)):
+        assert isinstance(gone, m.ChallengeGone)
+        if (gone.challenge, gone.reason, gone.match) != (cid, "accepted", mid):
+            raise CaseFailed(f"{who} was sent {describe(gone)}")
+    for p in (a, b):
+        st = await p.expect(m.Start)
+        assert isinstance(st, m.Start)
+        if st.match != mid:
+            raise CaseFailed(f"{p.name}'s start names another match")
+    return mid
+
+
+@case(
+    "6.9.2-challenge",
+    "6.9.2 Challenges",
+    "A challenge declined, then one accepted",
+    "When a challenge ends, the server sends `challenge_gone{challenge, reason, detail, match}` to "
+    "the challenger's session and to every session of the target that was sent its `challenged` "
+    "(for `accepted`, before the `ok` of the `accept` and before either `start`); `match` names "
+    "the new match for `accepted` and is `nil` otherwise, `detail` is the decliner's reason or "
+    "`nil`. After it, `accept`, `decline` and `cancel` of that challenge are refused "
+    "`NO_SUCH_CHALLENGE`",
+    "B declines with a reason: both get challenge_gone declined with it, B's accept of it is "
+    "NO_SUCH_CHALLENGE; a second challenge accepted: challenge_gone accepted to both, ok{match}, "
+    "start to both",
+)
+async def _challenge(s: Suite, t: Trace) -> None:
+    a = await s.player(t, "A", (PEOPLE,))
+    b = await s.player(t, "B", (PEOPLE,))
+    _agreed_people(a, b)
+    cid = await _challenged(a, b)
+    rid = b.next_id()
+    await b.send(m.Decline(rid, cid, "not now"))
+    gone_b = await b.expect(m.ChallengeGone)  # B was sent its challenged: told too
+    ok = await b.expect(m.Ok, m.Error)
+    if not isinstance(ok, m.Ok) or ok.ref != rid or ok.data != {"challenge": cid}:
+        raise CaseFailed(f"decline answered {describe(ok)}")
+    gone_a = await a.expect(m.ChallengeGone)
+    for who, gone in (("A", gone_a), ("B", gone_b)):
+        assert isinstance(gone, m.ChallengeGone)
+        said = (gone.challenge, gone.reason, gone.detail, gone.match)
+        if said != (cid, "declined", "not now", None):
+            raise CaseFailed(f"{who} was sent {describe(gone)}")
+    late = await b.request(lambda i: m.Accept(i, cid))
+    if not isinstance(late, m.Error) or late.code != int(ErrorCode.NO_SUCH_CHALLENGE):
+        raise CaseFailed(f"accept of a declined challenge: {describe(late)}")
+    mid = await _accepted(a, b, await _challenged(a, b))
+    await a.send(m.Resign(mid, 1))
+
+
+@case(
+    "6.9.4-chat",
+    "6.9.4 Chat",
+    "The players' chat, kept from spectators",
+    "The server sends `said{match, seat, member, line}` to every session of the match's players "
+    "that agreed `people`, the sender's included [...] A spectator's `say` is refused "
+    "`NOT_ALLOWED`, and `said` is never sent to a spectator",
+    "A says a line: A gets said before its ok, B gets it; spectator C gets nothing and its say "
+    "is NOT_ALLOWED",
+)
+async def _chat(s: Suite, t: Trace) -> None:
+    a = await s.player(t, "A", (PEOPLE,))
+    b = await s.player(t, "B", (PEOPLE,))
+    c = await s.player(t, "C", (PEOPLE,))
+    _agreed_people(a, b, c)
+    mid = await _accepted(a, b, await _challenged(a, b))
+    await c.ok(lambda i: m.Watch(i, mid))
+    await c.expect(m.Snapshot)
+    rid = a.next_id()
+    await a.send(m.Say(rid, mid, "good luck"))
+    # What the match sends its players meanwhile (no fleet is placed) is no part of the case.
+    skip = (*NOISE, m.Seated, m.GameStart, m.Committed)
+    mine = await a.expect(m.Said, noise=skip)
+    theirs = await b.expect(m.Said, noise=skip)
+    for who, said in (("A", mine), ("B", theirs)):
+        assert isinstance(said, m.Said)
+        if (said.match, said.member, said.line) != (mid, 0, "good luck"):
+            raise CaseFailed(f"{who} was sent {describe(said)}")
+    ok = await a.expect(m.Ok, m.Error, noise=skip)
+    if not isinstance(ok, m.Ok) or ok.ref != rid:
+        raise CaseFailed(f"say answered {describe(ok)}")
+    refused = await c.request(lambda i: m.Say(i, mid, "hello"))
+    if not isinstance(refused, m.Error) or refused.code != int(ErrorCode.NOT_ALLOWED):
+        raise CaseFailed(f"a spectator's say: {describe(refused)}")
+    await c.quiet()  # a said sent to the spectator would come before the pong
+    await a.send(m.Resign(mid, 1))
+
+
+@case(
+    "6.9-people-refused",
+    "6.9 People",
+    "Challenges and chat need the capability",
+    "refuses the rest (challenges and chat, whose outcome travels as events) with `NOT_ALLOWED` "
+    "from a session that did not agree `people`",
+    "challenge from a session without people: NOT_ALLOWED with ref id",
+)
+async def _people_refused(s: Suite, t: Trace) -> None:
+    b = await s.player(t, "B", (PEOPLE,))
+    _agreed_people(b)
+    plain = await s.player(t, "P")
+    rid = plain.next_id()
+    await plain.send(m.Challenge(rid, b.player, RULES, "blind"))
+    await plain.expect_error(ErrorCode.NOT_ALLOWED, rid)
