@@ -28,6 +28,7 @@ _MAPS = {
     # Parsed into a rule set, whose every string and array has its bound (7.1, 7.4; below).
     ("create", "rules"): "rules",
     ("quick", "rules"): "rules",
+    ("challenge", "rules"): "rules",
     # Parsed by the core into commitments, openings and reveals of bounded size (10.5-10.8).
     ("commit", "commitment"): "core",
     ("answer", "verdict"): "core",
@@ -35,6 +36,7 @@ _MAPS = {
     # Built by the server from bounded values (rule sets, ids, counts, the lists below).
     ("ok", "data"): "server",
     ("start", "rules"): "server",
+    ("challenged", "rules"): "server",
     ("verdict", "verdict"): "server",
     ("revealed", "reveal"): "server",
     ("game_over", "outcome"): "server",
