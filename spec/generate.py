@@ -140,7 +140,25 @@ def _valid_in(tag: str) -> str:
 #: Messages whose fields changed in a later version than 1 (the "Since" column).
 _SINCE = {"commit": PROTOCOL_VERSION, "place": PROTOCOL_VERSION}
 # Added in version 2 behind the capability people (section 6.9).
-_SINCE.update(dict.fromkeys(("seated", "running", "player"), PROTOCOL_VERSION))
+_SINCE.update(
+    dict.fromkeys(
+        (
+            "seated",
+            "running",
+            "player",
+            "online",
+            "challenge",
+            "challenged",
+            "accept",
+            "decline",
+            "cancel",
+            "challenge_gone",
+            "say",
+            "said",
+        ),
+        PROTOCOL_VERSION,
+    )
+)
 
 
 def message_table() -> str:
