@@ -18,8 +18,6 @@ VECTORS = json.loads(
 )
 
 
-
-
 def decode_stream(data: bytes) -> list[dict[str, Any]]:
     """Decode a whole stream (then end it) with a default decoder."""
     decoder = FrameDecoder()
