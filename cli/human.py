@@ -21,6 +21,7 @@ from typing import Any
 
 import trio
 from rich.console import Console
+from rich.text import Text
 from seabattle.client.events import (
     GameEnded,
     GameStarted,
@@ -30,12 +31,13 @@ from seabattle.client.events import (
     MatchEnded,
     MatchEvent,
     Refused,
+    Said,
     ShotResult,
     YourTurn,
 )
 from seabattle.client.match import MatchHandle, RunningClock
 from seabattle.client.peer import Move, Player
-from seabattle.client.wire import ConnectionClosed
+from seabattle.client.wire import ConnectionClosed, RequestFailed
 from seabattle.protocol import messages as m
 from seabattle.protocol.errors import ErrorCode, ProtocolError
 from seabattle.protocol.fleet import Fleet
@@ -141,6 +143,7 @@ class _Refereed:
     def __init__(self, ui: GameUI, match: MatchHandle) -> None:
         self.ui = ui
         self.match = match
+        ui.chat = self._chat  # 'say TEXT' at the shot prompt (spec 6.9.4)
         self.fleet: Fleet | None = None
         self.turn: YourTurn | None = None  #: the turn we owe a move for
         self.sent: str | None = None  #: what we sent last and may be refused: "move" or "place"
@@ -182,6 +185,21 @@ class _Refereed:
                 names,
             )
         return me, them
+
+    # -- chat ------------------------------------------------------------------------------------
+
+    def _chat(self, line: str) -> None:
+        # Sent beside the prompt, which goes on waiting for the move.
+        assert self._nursery is not None
+        self._nursery.start_soon(self._say, line)
+
+    async def _say(self, line: str) -> None:
+        try:
+            await self.match.say(line)
+        except RequestFailed as e:
+            self.ui.refused(e.code, e.msg)
+        except ConnectionClosed:
+            pass  # the match's events say so
 
     # -- prompts ---------------------------------------------------------------------------------
 
@@ -304,6 +322,11 @@ class _Refereed:
         elif isinstance(ev, MatchEnded):
             self._cancel_prompt()
             self._match_over(ev)
+        elif isinstance(ev, Said):
+            me, them = self.name_seats()
+            who = "you" if ev.mine else them if ev.seat != self.seat else f"{me} (your team)"
+            # A Text, never markup: the line is the other player's, whatever it holds.
+            self.ui.say(Text(f"{who}: {ev.line}", style="cyan"))
         elif isinstance(ev, Info):
             self._info(ev.message)
 

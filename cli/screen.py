@@ -63,7 +63,7 @@ from .render import (
 )
 from .screen_app import InputEvent, ScreenApp
 from .screen_view import draw, legal_starts
-from .tui import AGAIN, ClockSource, Move, Quit, shot_hint, typed_move
+from .tui import AGAIN, Chat, ClockSource, Move, Quit, shot_hint, typed_move
 
 __all__ = ["ScreenUI", "run"]
 
@@ -84,6 +84,7 @@ class ScreenUI:
         self.app = app
         self.placement = placement
         self.rng = rng or random.SystemRandom()
+        self.chat: Chat | None = None
         self.title = "seabattle"
         #: The clock that runs now, for either seat (the refereed shell sets it; peers have none).
         self.clocks: ClockSource | None = None

@@ -53,6 +53,7 @@ from .render import (
 
 __all__ = [
     "AGAIN",
+    "Chat",
     "ClockSource",
     "GameUI",
     "LineReader",
@@ -104,9 +105,17 @@ class Quit(Exception):
     """The player left: the input ended, or they typed ``quit``."""
 
 
+#: Sends a line of the match's chat (spec 6.9.4); set on a UI by a shell that can.
+Chat = Callable[[str], None]
+
+
 class GameUI(Protocol):
     """What the shells of :mod:`seabattle.cli.human` talk to: :class:`TerminalUI` (the line
     mode) or :class:`~seabattle.cli.screen.ScreenUI` (the game screen)."""
+
+    #: Where ``say TEXT`` typed at the shot prompt goes: ``None`` where there is no chat (peer
+    #: play, a server without the capability people).
+    chat: Chat | None
 
     def say(self, text: str | RenderableType, style: str | None = None) -> None:
         """Tell the player something."""
@@ -192,9 +201,20 @@ def typed_move(
     """What a line typed at the shot prompt asks: a move, ``None`` (resign), or :data:`AGAIN`
     once ``ui`` has answered it (help, the rules, why the move was refused)."""
     low = text.lower()
+    chat = getattr(ui, "chat", None)
     if low in ("help", "?"):
-        ui.say(MOVE_HELP + ("; 'resign' gives up this game" if can_resign else ""))
+        ui.say(
+            MOVE_HELP
+            + ("; 'resign' gives up this game" if can_resign else "")
+            + ("; 'say TEXT' talks to your opponent" if chat is not None else "")
+        )
         ui.say(GAME_LEGEND, "dim")
+    elif chat is not None and (low == "say" or low.startswith("say ")):
+        line = text[3:].strip()
+        if line:
+            chat(line)
+        else:
+            ui.say("say what? e.g. say good luck", "yellow")
     elif low == "rules":
         ui.show_rules(rules)
     elif low == "resign" and can_resign:
@@ -285,6 +305,7 @@ class TerminalUI:
         #: A scripted reader types nothing that a terminal would echo, so the transcript echoes it.
         self.echo = read is not None
         self.rng = rng or random.SystemRandom()
+        self.chat: Chat | None = None
         self._prompt: str | None = None
         #: The last game_over: number, game, seat, our fleet, theirs (for a reveal after it).
         self._end: tuple[int, Game | None, int, Fleet | None, Fleet | None] | None = None

@@ -242,6 +242,21 @@ async def test_a_refereed_game_by_hand(server: tuple[str, int], mode: str) -> No
     assert "match over: " in text and "signed record: match " in text
 
 
+async def test_say_at_the_shot_prompt_talks_to_the_opponent(server: tuple[str, int]) -> None:
+    # The line goes through the server and comes back as the match's chat (spec 6.9.4), in
+    # order with the game; the prompt goes on asking for the shot.
+    typist = Typist(8, 8, ["random"], ["help", "say good [bold]luck", "say", "A1"])
+    con, out = console()
+    won, bot = await refereed(server, {"preset": "classic-8x8"}, "blind", typist, con)
+    text = screen(out)
+    assert won is (not bot.won)
+    assert "'say TEXT' talks" in text  # in the help
+    assert "you: good [bold]luck" in text  # the other player's text is never markup
+    assert "say what? e.g. say good luck" in text
+    shots = [p for p in typist.prompts if p.startswith("your shot")]
+    assert len(shots) >= 4  # help, both says and the first shot were each asked for
+
+
 async def test_leaving_resigns_the_game(server: tuple[str, int]) -> None:
     async def place_then_leave(prompt: str) -> str | None:
         return "random" if prompt.startswith("place") else None
