@@ -160,23 +160,26 @@ class People:
     async def online(self, peer: Peer, msg: m.Online) -> dict[str, Any]:
         """``online``: up to :data:`ONLINE_MAX` players online, each with its name, rating and
         whether it plays a running match now."""
-        rows = []
+        here: list[tuple[str, Peer]] = []
         for player, peers in self.sessions.items():
-            here = [p for p in peers if p.connected]
-            if not here:
-                continue
-            known = await self.lobby.store.get_player(player)
-            rows.append(
+            live = [p for p in peers if p.connected]
+            if live:
+                here.append((player, live[-1]))
+                if len(here) >= ONLINE_MAX:
+                    break
+        # One query for all their ratings, however many are listed.
+        known = await self.lobby.store.players(player for player, _ in here)
+        return {
+            "players": [
                 {
                     "player": player,
-                    "name": here[-1].name,
-                    "rating": round(known.rating) if known is not None else None,
+                    "name": peer.name,
+                    "rating": round(known[player].rating) if player in known else None,
                     "playing": bool(self.lobby._seated.get(player)),
                 }
-            )
-            if len(rows) >= ONLINE_MAX:
-                break
-        return {"players": rows}
+                for player, peer in here
+            ]
+        }
 
     # -- challenges -----------------------------------------------------------------------------
 
