@@ -321,24 +321,36 @@ async def host(
     bind: str = "127.0.0.1",
     key: Ed25519PrivateKey | str | None = None,
     on_event: Reporter | None = None,
+    handshake_timeout: float = HANDSHAKE_TIMEOUT,
     task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
 ) -> PeerResult:
     """Listen for one joiner, then play a match as seat 0 under ``rules``.
 
-    ``task_status.started`` reports the ``(host, port)`` actually bound (port 0 picks one).
+    ``task_status.started`` reports the ``(host, port)`` actually bound (port 0 picks one). A
+    connection that does not finish the handshake within ``handshake_timeout`` seconds (a port
+    scanner, a client that is no seabattle peer) is closed, and the host listens on for the
+    joiner.
     """
     k = key if isinstance(key, Ed25519PrivateKey) else load_key(key)
     listeners = await trio.open_tcp_listeners(port, host=bind)
     sockname = listeners[0].socket.getsockname()
     task_status.started((sockname[0], sockname[1]))
     try:
-        stream = await listeners[0].accept()
+        while True:
+            stream = await listeners[0].accept()
+            wire = Wire(stream, MAX_C2S_FRAME)
+            try:
+                with trio.move_on_after(handshake_timeout):
+                    joiner, _name = await _host_handshake(wire, k)
+                    break
+            except BaseException:
+                await trio.aclose_forcefully(stream)
+                raise
+            await trio.aclose_forcefully(stream)
     finally:
         for lst in listeners:
             await lst.aclose()
-    wire = Wire(stream, MAX_C2S_FRAME)
     async with stream:
-        joiner, _name = await _host_handshake(wire, k)
         peer = Peer.hosting(rules, k, joiner, entropy=os.urandom)
         return await play_peer(wire, peer, player, on_event)
 

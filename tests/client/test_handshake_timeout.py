@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import AsyncIterator
 
 import pytest
@@ -12,9 +13,10 @@ import trio
 import trio.testing
 from seabattle.bots.strategies import make_strategy
 from seabattle.client import api
-from seabattle.client.peer import BotPlayer, NotAHost, PeerCheated, join
+from seabattle.client.peer import BotPlayer, NotAHost, PeerCheated, PeerResult, host, join
 from seabattle.client.wire import HANDSHAKE_TIMEOUT, HandshakeTimeout, Wire
 from seabattle.protocol import messages as m
+from seabattle.protocol.rules import PRESETS
 from seabattle.protocol.session import Role
 
 
@@ -98,3 +100,31 @@ async def test_join_tells_a_server_from_a_hosting_peer() -> None:
             with pytest.raises(NotAHost, match="a server answered, not a hosting peer") as e:
                 await join(BotPlayer(make_strategy("random")), "memory", 0, connect=connect)
     assert isinstance(e.value, PeerCheated)  # what it was caught as before
+
+
+async def test_a_host_closes_a_connection_that_says_nothing_and_waits_for_the_joiner(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # A port scanner, or anything that connects and never speaks, does not hold the host: after
+    # the handshake timeout it is closed, and the real joiner that comes next plays.
+    rules = PRESETS["classic-8x8"]
+    async with trio.open_nursery() as nursery:
+
+        async def hosting(task_status: trio.TaskStatus[tuple[str, int]]) -> PeerResult:
+            player = BotPlayer(make_strategy("density"), random.Random(3))
+            return await host(player, rules=rules, port=0, task_status=task_status)
+
+        results: list[PeerResult] = []
+
+        async def run_host(task_status: trio.TaskStatus[tuple[str, int]]) -> None:
+            results.append(await hosting(task_status))
+
+        addr = await nursery.start(run_host)
+        scanner = await trio.open_tcp_stream(*addr)
+        start = trio.current_time()
+        assert await scanner.receive_some() == b""  # closed by the host, saying nothing
+        assert trio.current_time() - start == pytest.approx(HANDSHAKE_TIMEOUT, abs=0.5)
+        await scanner.aclose()
+        joined = await join(BotPlayer(make_strategy("hunt"), random.Random(4)), *addr)
+    assert joined.report.ok and results[0].report.ok
+    assert results[0].signed == joined.signed
