@@ -23,8 +23,10 @@ __all__ = ["QUICK", "bench"]
 
 def _hostport(value: str) -> tuple[str, int]:
     h, sep, p = value.rpartition(":")
-    if not sep or not p.isdigit():
-        raise click.BadParameter(f"{value!r} is not HOST:PORT", param_hint="--server")
+    if not sep or not p.isdigit() or not 1 <= int(p) <= 65535:
+        raise click.BadParameter(
+            f"{value!r} is not HOST:PORT (a port 1..65535)", param_hint="--server"
+        )
     return h or "127.0.0.1", int(p)
 
 

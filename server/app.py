@@ -400,8 +400,10 @@ def _main(
     """One server process (:func:`main` without workers)."""
     if advertise is not None:
         _host, sep, aport = advertise.rpartition(":")
-        if not sep or not _host or not aport.isdigit():
-            raise SystemExit(f"seabattle server: --advertise {advertise!r} is not HOST:PORT")
+        if not sep or not _host or not aport.isdigit() or not 1 <= int(aport) <= 65535:
+            raise SystemExit(
+                f"seabattle server: --advertise {advertise!r} is not HOST:PORT (a port 1..65535)"
+            )
     tls: ssl.SSLContext | None = None
     if tls_cert or tls_key:
         if not (tls_cert and tls_key):

@@ -347,6 +347,11 @@ def test_ports_out_of_range_are_refused_everywhere_a_port_is_taken() -> None:
     one_error(zero, "port 0 is not in 1..65535")
 
 
+def test_an_advertised_port_out_of_range_is_refused(tmp_path: Path) -> None:
+    r = seabattle("serve", "--port", "0", "--db", str(tmp_path / "s.db"), "--advertise", "x:99999")
+    one_error(r, "--advertise 'x:99999' is not HOST:PORT (a port 1..65535)")
+
+
 def test_an_address_without_a_port_is_a_usage_error() -> None:
     for r in seabattles(["bot", "--server", "localhost"], ["join", "localhost", "--bot", "hunt"]):
         one_error(r, "'localhost' is not HOST:PORT (the port is missing)")
