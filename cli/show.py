@@ -331,21 +331,28 @@ def _print_boards(rp: Replay, game: GameReplay, boards: list[dict[str, Any]]) ->
 
 
 def _text_grid(rules: RuleSet, board: dict[str, Any], occ: list[int] | None, title: str) -> Any:
-    from seabattle.cli.render import _CROSSED, _MARK, _SHIP, _WATER, _grid
+    from seabattle.cli.render import _CROSSED, _MARK, _WATER, _afloat_glyph, _grid, _sunk_glyph
 
     fired = {i: Result(r) if r else None for i, r in board["fired"]}
-    sunk = {i for _, cells in board["sunk"] if cells for i in cells}
+    # Each ship its letter, as on the game's grids (lower case once sunk), so that touching
+    # ships read as two: where its cells are known, shown by the rules or by the revealed fleet.
+    ship_at = {i: k for k, cells in board["sunk"] if cells for i in cells}
+    sunk = set(ship_at)
     if occ is not None:
+        ship_at.update((i, o - 1) for i, o in enumerate(occ) if o)
         gone = {k for k, _ in board["sunk"]}
         sunk.update(i for i, o in enumerate(occ) if o and o - 1 in gone)
     crossed = set(board["crossed"])
 
     def glyph(i: int) -> tuple[str, str]:
         if i in fired:
-            return _MARK[Result.SUNK] if i in sunk else _MARK[fired[i]]
+            if i not in sunk:
+                return _MARK[fired[i]]
+            k = ship_at.get(i)
+            return _MARK[Result.SUNK] if k is None else _sunk_glyph(k)
         if i in crossed:
             return _CROSSED
-        return _SHIP if occ is not None and occ[i] else _WATER
+        return _afloat_glyph(occ[i] - 1) if occ is not None and occ[i] else _WATER
 
     shown = "" if occ is not None else " (fleet not revealed)"
     return _grid(rules, glyph, title + shown)
@@ -353,7 +360,7 @@ def _text_grid(rules: RuleSet, board: dict[str, Any], occ: list[int] | None, tit
 
 def print_replay(rp: Replay, *, boards: bool = False) -> None:
     """Print ``rp`` move by move: the verdict, each game's fleets, every step and its proof."""
-    from seabattle.cli.render import LEGEND
+    from seabattle.cli.render import GAME_LEGEND
 
     verdict = "[green]verifies[/green]" if rp.ok else f"[red]does not verify[/red]: {rp.reason}"
     console.print(
@@ -378,7 +385,7 @@ def print_replay(rp: Replay, *, boards: bool = False) -> None:
         if game.steps and not boards:
             _print_boards(rp, game, game.steps[-1].boards)
     console.print(f"\nresult: {json.dumps(rp.result)}", highlight=False, soft_wrap=True)
-    console.print(LEGEND, style="dim", highlight=False, soft_wrap=True)
+    console.print(GAME_LEGEND, style="dim", highlight=False, soft_wrap=True)
 
 
 @click.command()

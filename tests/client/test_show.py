@@ -19,6 +19,7 @@ from chromium import Browser
 from click.testing import CliRunner
 from helpers import from_json
 from seabattle.cli.main import main
+from seabattle.cli.render import ship_letter
 from seabattle.cli.show import replay_record
 from seabattle.protocol.record import dump_record
 
@@ -67,8 +68,12 @@ def test_show_replays_every_shot_with_its_proof_and_both_fleets(tmp_path: Path) 
     assert "reveals its fleet" in out and "game over: seat 0 wins (fleet_sunk)" in out
     # Both fleets drawn before the first shot: every ship cell of both seats, as revealed.
     fleets = out.split("the fleets as revealed", 1)[1].split(" 1. ", 1)[0]
-    cells = sum(n for _, n in SIGNED["record"]["rules"]["fleet"])
-    assert fleets.count("O") == 2 * cells
+    ships = SIGNED["record"]["rules"]["fleet"]
+    # Each ship its own letter, as on the game's grids: ships that touch read as two.
+    rows = [line for line in fleets.splitlines() if re.match(r"\s*\d+ ", line)]
+    for k, (_, length) in enumerate(ships):
+        letter = ship_letter(k)
+        assert sum(re.findall(r"(?<= )[A-Z](?= |$)", r).count(letter) for r in rows) == 2 * length
 
 
 def test_show_names_the_false_proof_and_exits_1(tmp_path: Path) -> None:
