@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from seabattle.protocol.seat_events import (
+    FleetShown,
     GameEnded,
     GameStarted,
     IncomingShot,
@@ -23,6 +24,7 @@ from seabattle.protocol.seat_events import (
 )
 
 __all__ = [
+    "FleetShown",
     "GameEnded",
     "GameStarted",
     "IncomingShot",

@@ -160,7 +160,7 @@ class Peer:
             lot=None,
         )
         #: The local player's machine, fed what our referee sends our seat.
-        self.player = Seat(match_id, key, keys[seat].hex())
+        self.player = Seat(match_id, key, keys[seat].hex(), courtesy=False)
         #: Alters (or, returning ``None``, drops) what we send the other peer (tests, liars).
         self.bend: Bend | None = None
         #: The record, its head and both co-signatures, once the match is over.

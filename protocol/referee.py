@@ -36,7 +36,17 @@ sequence of games of a match.
 
 Replay. :meth:`Referee.feed` applies one game input as it stands, without the custody follow-ups
 (which are inputs of their own): feeding a fresh referee (made with ``lot=None``) the inputs of
-every game's transcript, in order, gives the same messages to every audience, byte for byte.
+every game's transcript, in order, gives the same messages to every audience, byte for byte,
+but for the courtesy reveals below, which are no inputs.
+
+Courtesy reveals (spec 7.3 decision 20). A game that reached ``firing`` and ended before
+``reveal`` (a resignation, a clock, an abandonment, a false proof) shows its fleets after its
+``game_over`` where the rule set shows fleets at the end (:attr:`.rules.RuleSet.reveals_cross`):
+in custody mode the referee sends both ``revealed`` at once (it holds the fleets), in blind mode
+:meth:`Referee.receive` takes a ``reveal`` of that game from each seat, checks it against the
+game's commitment and relays it. Neither is a game input: nothing is journaled, no transcript
+grows, no outcome changes. :attr:`Referee.courtesy_owed` tells a shell which seats may still send
+one of the match's last game (the server waits for them a moment before ``match_over``).
 
 Where each rule of ``spec/protocol.md`` sections 5.4 and 8 lives (one place each):
 
@@ -68,7 +78,7 @@ from .announce import announce
 from .commit import Commitment, Committed, Reveal, check_seat
 from .errors import ErrorCode, ProtocolError, Refused, RemoteProtocolError
 from .fleet import Fleet
-from .game import Game
+from .game import EndReason, Game
 from .grid import Cell, parse_cell
 from .inputs import (
     Abandon,
@@ -166,6 +176,7 @@ class Referee:
         "_away",
         "_called",
         "_clock_key",
+        "_courtesy",
         "_gone_at",
         "_lean",
         "_left",
@@ -243,6 +254,8 @@ class Referee:
         self._called: tuple[int, int, int, int] | None = None
         #: The sessions that agreed ``lean`` (:meth:`set_lean`): bit ``seat + 2 * member``.
         self._lean = 0
+        #: Courtesy reveals relayed (blind mode): the game, and the seats that revealed it.
+        self._courtesy: tuple[int, frozenset[int]] = (0, frozenset())
 
     # -- what the shell reads -------------------------------------------------------------------
 
@@ -271,6 +284,36 @@ class Referee:
         self.match.games = []
         self.defenders = None
         self.accepted = []
+
+    def shows_fleets(self, g: Game) -> bool:
+        """Whether the fleets of ``g``, over, are shown by courtesy reveals (spec 7.3 decision
+        20): the rules show fleets at the end, and ``g`` reached ``firing`` (both committed, the
+        first player known) and ended without entering ``reveal``."""
+        return (
+            self.rules.reveals_cross
+            and g.phase is _OVER
+            and g.provisional is None
+            and g.first is not None
+            and None not in g.commitments
+        )
+
+    def last_ended(self) -> Game | None:
+        """The last game that ended (the current one once it is over, else the one before), as
+        long as the referee holds it (:meth:`shed` lets it go)."""
+        for g in reversed(self.match.games[-2:]):
+            if g.phase is _OVER:
+                return g
+        return None
+
+    @property
+    def courtesy_owed(self) -> frozenset[int]:
+        """The seats that may still send a courtesy reveal of the match's last game (blind mode,
+        the match over): a shell waits a moment for them before it sends ``match_over``."""
+        g = self.match.game
+        if self.mode != "blind" or not self.match.over or g is None or not self.shows_fleets(g):
+            return frozenset()
+        game, done = self._courtesy
+        return frozenset({0, 1}) - (done if game == g.number else frozenset())
 
     @property
     def lot_secret(self) -> bytes | None:
@@ -381,6 +424,17 @@ class Referee:
         is its captain, or the one connection that plays every member without team play)."""
         self._begin()
         g = self.match.game
+        if type(msg) is m.RevealMsg:
+            # A courtesy reveal (7.3 decision 20); any other reveal of a game that is over is
+            # refused below as before (GAME_OVER, WRONG_PHASE, UNEXPECTED_MESSAGE in custody).
+            last = self.last_ended()
+            if (
+                last is not None
+                and msg.game == last.number
+                and self.mode == "blind"
+                and self.shows_fleets(last)
+            ):
+                return self._courtesy_reveal(last, seat, msg, member)
         if self.match.over:
             raise Refused(ErrorCode.GAME_OVER, "the match is over")
         if g is None:
@@ -553,6 +607,28 @@ class Referee:
         except ProtocolError:
             return self._done()  # nothing to resign (the reveal): the clock decides
 
+    def _courtesy_reveal(
+        self, g: Game, seat: int, msg: m.RevealMsg, member: int | None
+    ) -> list[Send]:
+        """A seat's ``reveal`` of ``g`` after its end (blind mode, spec 5.4 and 7.3 decision 20):
+        checked against ``g``'s commitment and relayed to all; refused with nothing changed."""
+        if member and self.teams is not None:
+            raise Refused(ErrorCode.NOT_CAPTAIN, "'reveal' is for the team's captain")
+        game, done = self._courtesy
+        done = done if game == g.number else frozenset()
+        if seat in done:
+            raise Refused(ErrorCode.WRONG_PHASE, f"you revealed game {g.number} already")
+        reveal = Reveal.from_dict(msg.reveal)
+        fault = g.check_reveal(seat, reveal)
+        if fault is not None and fault[0] is not EndReason.FALSE_VERDICT:
+            # 10.8 steps 1 to 4: not the fleet committed to, or not a legal one: no evidence.
+            raise RemoteProtocolError(ErrorCode.BAD_REVEAL, fault[1])
+        self._courtesy = (g.number, done | {seat})
+        # A false verdict it shows is told (the outcome stands: the transcript is closed).
+        detail = fault[1] if fault is not None else None
+        self._put(ALL, m.Revealed(self.match_id, g.number, seat, reveal.to_dict(), detail))
+        return self._done()
+
     # -- inside -------------------------------------------------------------------------------
 
     @staticmethod
@@ -701,6 +777,15 @@ class Referee:
         self._out += named
 
     def _game_over(self) -> None:
+        g = self.match.game
+        defenders = self.defenders
+        if self.mode == "custody" and defenders and g is not None and self.shows_fleets(g):
+            # Courtesy reveals (7.3 decision 20): the referee holds both fleets, so it shows
+            # them now, before the next game drops them; they are no transcript entries.
+            for s, d in enumerate(defenders):
+                if d is not None:
+                    rv = d.committed.reveal().to_dict()
+                    self._put(ALL, m.Revealed(self.match_id, g.number, s, rv, None))
         self.match.game_over()
         if not self.match.over:
             self._next_game()

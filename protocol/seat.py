@@ -10,6 +10,10 @@ does happens here, so that every shell does it the same way:
 
 * in blind mode a called shot at us is answered at once, with its openings
   (:class:`~.verdict.Defender`); ``reveal_now`` is answered with the reveal;
+* a game that reached ``firing`` and ended before ``reveal`` (a resignation, a clock) is
+  answered in blind mode with our *courtesy reveal* of it, where the rules show fleets at the
+  end (spec 7.3 decision 20), and the other seat's is checked as any reveal (:class:`FleetShown`,
+  or a :class:`LieDetected` that blocks nothing: no record holds it);
 * ``match_over`` is answered with our co-signature of the record head, once the record it
   carries holds what we were shown (:func:`~.seat_check.check_record`); a record that does not
   is never co-signed;
@@ -55,6 +59,7 @@ from .inputs import Fire, GameEvent, GameOver, Radar
 from .rules import RuleSet, ShotMode, rules_from_dict
 from .seat_check import Shown, check_record, entries, in_step, move_entry
 from .seat_events import (
+    FleetShown,
     GameEnded,
     GameStarted,
     IncomingShot,
@@ -139,6 +144,19 @@ _FAULTS = frozenset(
     )
 )
 
+#: Game-end reasons of a game that can end after ``firing`` began and before ``reveal``: the
+#: games whose fleets courtesy reveals show (spec 7.3 decision 20).
+_EARLY = frozenset(
+    r.value
+    for r in (
+        EndReason.RESIGNED,
+        EndReason.ABANDONED,
+        EndReason.SHOT_TIMEOUTS,
+        EndReason.NO_ANSWER,
+        EndReason.FALSE_PROOF,
+    )
+)
+
 
 class Seat:
     """One seat of match ``match_id``, played honestly with ``key`` by ``player`` (its id, for
@@ -153,8 +171,12 @@ class Seat:
         lean: bool = False,
         checking: bool = True,
         quiet: bool = False,
+        courtesy: bool = True,
     ) -> None:
         self.id = match_id
+        #: Whether we reveal our fleet after a game that ended early, where the rules show fleets
+        #: at the end (blind mode, spec 7.3 decision 20). Peer play (6.7) exchanges none.
+        self.courtesy = courtesy
         #: Whether the seat keeps a mirror and checks the record before co-signing. Only a
         #: load generator, which trusts its own server, turns this off: it then plays from what
         #: the verdicts say, as after a gap, and co-signs what it is given.
@@ -205,6 +227,7 @@ class Seat:
         # What we were shown of each game that ended, to hold the record to.
         self._seen: dict[int, Shown] = {}
         self._roots: dict[int, bytes] = {}  # the current game's ``committed`` roots, by seat
+        self._fired = 0  # the last game we saw reach ``firing`` (its ``firing``, or a snapshot)
         # The current game across resumes: the gaps the mirror followed across, the mirror that
         # stopped at one (and how many of its entries the record must hold), and whether the
         # order of the commitments is known.
@@ -342,7 +365,9 @@ class Seat:
     def receive(self, msg: m.Message, now: float = 0.0) -> Out:
         """Feed one message the referee sent to this seat (or to everyone), at ``now``. A
         message of another match (a shell that plays several over one connection) is ignored."""
-        if self.done or getattr(msg, "match", self.id) != self.id:
+        if getattr(msg, "match", self.id) != self.id:
+            return self._out()
+        if self.done and type(msg) is not m.Revealed:  # a courtesy reveal may come after the end
             return self._out()
         if isinstance(msg, m.Start):
             self.seat = msg.seat
@@ -485,6 +510,7 @@ class Seat:
     def _on_firing(self, msg: m.Firing) -> None:
         g = self.mirror
         self.first = msg.first
+        self._fired = self.game_no
         if g is not None:
             try:
                 coms = [Commitment.from_dict(c) for c in msg.commitments]
@@ -658,7 +684,39 @@ class Seat:
                 fault = g.faults[msg.seat]
                 if fault is not None and msg.seat != self.seat:
                     self._emit(LieDetected(self.game_no, msg.seat, fault[1]))
+            self._emit(Info(msg))
+            return
         self._emit(Info(msg))
+        self._on_courtesy(msg)
+
+    def _on_courtesy(self, msg: m.Revealed) -> None:
+        """A ``revealed`` of a game after its ``game_over``: a courtesy reveal (spec 7.3 decision
+        20), checked as any reveal (10.8) against that game as our mirror saw it. It is no entry
+        of the transcript: the mirror does not take it, so the record check ignores it, and a
+        false one is a lie told, never a reason not to co-sign."""
+        shown = self._seen.get(msg.game)
+        g = shown.game if shown is not None else None
+        if (
+            g is None
+            or msg.seat not in (0, 1)
+            or g.phase is Phase.REVEAL
+            or g.provisional is not None
+            or g.first is None
+            or None in g.commitments
+        ):
+            # No game we followed to ``firing`` and its end (the mirror takes no ``game_over``:
+            # it stays in the phase the end found it in): nothing to hold it to.
+            return
+        try:
+            reveal = Reveal.from_dict(msg.reveal)
+        except ProtocolError as e:
+            self._emit(LieDetected(msg.game, msg.seat, f"courtesy reveal: {e}"))
+            return
+        fault = g.check_reveal(msg.seat, reveal)
+        if fault is not None:
+            self._emit(LieDetected(msg.game, msg.seat, f"courtesy reveal: {fault[1]}"))
+            return
+        self._emit(FleetShown(msg.game, msg.seat, reveal.fleet))
 
     def _on_team(self, msg: m.Team) -> None:
         self.teams[msg.seat] = msg.members
@@ -690,6 +748,20 @@ class Seat:
         fleet = self.committed.fleet if self.committed is not None else None
         won = None if w is None else w == self.seat
         self._emit(GameEnded(msg.game, dict(msg.outcome), won, self.mirror, fleet))
+        if (
+            self.courtesy
+            and self.mode != "custody"
+            and self.captain
+            and self.rules is not None
+            and self.rules.reveals_cross
+            and self.committed is not None
+            and self.placed_game == msg.game
+            and self._fired == msg.game
+            and reason in _EARLY
+        ):
+            # 7.3 decision 20: show our fleet, as 000 and 002 show both at the end. Not owed
+            # (no clock, no fault without it), so it is not kept to send again.
+            self._send(m.RevealMsg(self.id, msg.game, self.committed.reveal().to_dict()))
 
     def _on_match_over(self, msg: m.MatchOver) -> None:
         self.result = dict(msg.result)
@@ -808,6 +880,8 @@ class Seat:
             self._emit(GameStarted(game, self.first))
         else:
             self._follow_gap(view)
+        if phase in ("firing", "answer"):
+            self._fired = game
         if isinstance(view.get("shots"), int):
             self._answered = view["shots"]
         self._count_from(view)

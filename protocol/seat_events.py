@@ -18,6 +18,7 @@ from .grid import Cell
 from .verdict import Result, Verdict
 
 __all__ = [
+    "FleetShown",
     "GameEnded",
     "GameStarted",
     "IncomingShot",
@@ -141,6 +142,20 @@ class GameEnded(MatchEvent):
     won: bool | None
     mirror: Game | None = field(default=None, compare=False, repr=False)
     fleet: Fleet | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class FleetShown(MatchEvent):
+    """``seat``'s ``fleet`` in game ``game``, shown after that game ended before its reveal (a
+    resignation, a clock: a courtesy reveal, spec 7.3 decision 20), checked against the seat's
+    commitment, the rules and every verdict it gave. It comes after the game's
+    :class:`GameEnded` (in blind mode, maybe after the next game began, or after
+    :class:`MatchEnded`) and beside the ``revealed`` itself (:class:`Info`). Nothing the record
+    holds: the record has no such reveal, and the outcome stands."""
+
+    game: int
+    seat: int
+    fleet: Fleet
 
 
 @dataclass(frozen=True, slots=True)

@@ -63,6 +63,11 @@ GAME_MESSAGES = (m.Commit, m.Place, m.Fire, m.Radar, m.Answer, m.RevealMsg, m.Re
 #: Both audiences of spectators (lean or not).
 _WATCHERS = SPECTATORS | LEAN_SPECTATORS
 
+#: How long a finished match waits for the courtesy reveals of its last game still owed by a
+#: connected seat before its record is made and ``match_over`` sent (spec 7.3 decision 20): an
+#: honest seat sends its reveal as soon as ``game_over`` comes, so they arrive first.
+COURTESY_WAIT = 2.0
+
 
 @dataclass(slots=True)
 class Seat:
@@ -602,6 +607,7 @@ class Referee:
                 sends = core.tick(now)
                 self._out(sends, ("tick", now) if sends else None)
             self.over = True
+            await self._courtesy()
             await self._flushed()
             if self.fenced:
                 return
@@ -620,6 +626,18 @@ class Referee:
             self._ended = True
             if self._done is not None:
                 self._done.set()
+
+    async def _courtesy(self) -> None:
+        """Wait at most :data:`COURTESY_WAIT` for the courtesy reveals of the match's last game
+        that connected seats still owe, so that they reach the players before ``match_over``.
+        Each comes through :meth:`handle` (no journal entry: it changes no state), which wakes
+        this task since the match is over."""
+        with trio.move_on_after(COURTESY_WAIT):
+            while any(self.slot(s, 0).peer is not None for s in self.core.courtesy_owed):
+                if self._failed or self.fenced:
+                    return
+                await self._wake.wait()
+                self._wake = trio.Event()
 
     def _standing(self) -> bool:
         """Whether the match stands still (the journal is stalled)."""
