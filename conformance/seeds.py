@@ -1,5 +1,6 @@
 """Cases on the seeds' presets and the decisions of spec 7.3, and on how a game ends in setup
-(8.9): 003's badge, 004's reveal in custody mode, a resignation before the fleets are down.
+(8.9): 003's badge, 004's reveal in custody mode, a resignation before the fleets are down,
+and the fleets shown after a resignation in firing (7.3 decision 20).
 
 Each case is registered by :func:`~.suite.case` when this module is imported; the package
 imports the case modules in a fixed order, which is the order the cases run and are listed in.
@@ -10,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from seabattle.protocol import messages as m
+from seabattle.protocol.commit import Reveal
+from seabattle.protocol.errors import ErrorCode
 from seabattle.protocol.record import load_record, verify_record
 from seabattle.protocol.rules import rules_from_dict
 
@@ -156,6 +159,56 @@ async def _setup_end(s: Suite, t: Trace) -> None:
     if problems:
         raise CaseFailed(f"the record does not verify: {problems[0]}")
     t.notes.append("game_over resigned, no reveal; the record verifies")
+
+
+@case(
+    "7.3-courtesy-reveal",
+    "7.3 Decisions on the seeds' ambiguities",
+    "After a resignation in firing, each blind seat's fleet is shown to the other",
+    "In **blind mode** each seat MAY send its ordinary `reveal{match, game, reveal}` (10.8) for "
+    "that game after its `game_over`; the referee checks it (5.4) and relays it as `revealed` to "
+    "both players and spectators. [...] Malformed, or failing steps 1 to 4 of 10.8 (it does not "
+    "open the seat's commitment, or its fleet breaks the rules): `BAD_REVEAL`.",
+    "both commit, seat 1 - first resigns: game_over resigned; a reveal with a wrong secret "
+    "BAD_REVEAL; each seat's true reveal: revealed of both seats (fault nil) to both, then "
+    "match_over, whose record holds no reveal and verifies",
+)
+async def _courtesy_reveal(s: Suite, t: Trace) -> None:
+    tb = await _seated(s, t, RULES, "blind")
+    await s.commit_both(tb, t)
+    quitter = 1 - tb.first
+    await tb.seats[quitter].send(m.Resign(tb.match, 1))
+    for p in tb.seats:
+        msg = await p.expect(m.GameOver)
+        assert isinstance(msg, m.GameOver)
+        if (msg.outcome.get("winner"), msg.outcome.get("reason")) != (tb.first, "resigned"):
+            raise CaseFailed(f"{p.name}: game_over {_short(msg.outcome)}")
+    a = tb.seats[0]
+    forged = Reveal(tb.committed[0].fleet, bytes(32)).to_dict()  # not the secret committed to
+    await a.send(m.RevealMsg(tb.match, 1, forged))
+    await a.expect_error(ErrorCode.BAD_REVEAL)
+    for p in tb.seats:
+        await p.give(m.RevealMsg)  # the honest seat's courtesy reveal, owed since game_over
+    for p in tb.seats:
+        seen = set()
+        for _ in range(2):
+            rv = await p.expect(m.Revealed)
+            assert isinstance(rv, m.Revealed)
+            if rv.fault is not None or rv.reveal != tb.committed[rv.seat].reveal().to_dict():
+                raise CaseFailed(f"{p.name}: revealed of seat {rv.seat} is not what it sent")
+            seen.add(rv.seat)
+        if seen != {0, 1}:
+            raise CaseFailed(f"{p.name}: revealed of seats {sorted(seen)}, not both")
+    mo = await a.expect(m.MatchOver)
+    assert isinstance(mo, m.MatchOver)
+    rec = load_record(mo.record)
+    if any(e.get("in") == "reveal" for e in rec["games"][0]["transcript"]):
+        raise CaseFailed("the record holds a courtesy reveal: the transcript closed at game_over")
+    report = verify_record({"record": rec, "sigs": []})
+    problems = [p for p in report.problems if not p.startswith("missing_signature")]
+    if problems:
+        raise CaseFailed(f"the record does not verify: {problems[0]}")
+    t.notes.append("both fleets shown after the resignation; the record holds no reveal")
 
 
 #: Two teams of two where a hit shoots again, on a small board, refereed in custody.

@@ -344,3 +344,23 @@ async def test_a_team_match_by_hand_prints_the_team_invitations_and_names_who_ca
     assert won is mate.won
     # The person placed once (the captain does), and called every other turn of its team.
     assert sum(p.startswith("place") for p in typist.prompts) == 1
+
+
+@pytest.mark.parametrize("mode", ["blind", "custody"])
+async def test_a_player_who_resigns_is_shown_the_opponents_fleet(
+    server: tuple[str, int], mode: str
+) -> None:
+    # Spec 7.3 decision 20: a game that ends early (here: our resignation) shows both fleets,
+    # as 000 does at every end: the custody referee sends them, a blind bot reveals its own.
+    typist = Typist(8, 8, ["random"], ["resign"])
+    con, out = console()
+    won, bot = await refereed(server, {"preset": "classic-8x8"}, mode, typist, con)
+    text = screen(out)
+    assert won is False and bot.won is True
+    assert "reason: resigned" in text
+    # After the end screen, which could not show it yet, their fleet is drawn, then the match
+    # ends.
+    end = text.rindex("game 1 over")
+    assert text.index("their fleet, revealed:", end) < text.index("match over: you lost", end)
+    _ours, theirs = final_grids(text)
+    assert ship_cells(theirs) == PRESETS["classic-8x8"].fleet_cells
