@@ -694,6 +694,12 @@ class Game:
             return phase, [revealed, *events]
         return _REVEAL, [revealed]
 
+    def fired_unrevealed(self) -> bool:
+        """Whether the game reached ``firing`` (both seats committed, the first player known)
+        and never entered ``reveal``: the fleets no reveal of its own shows, which courtesy
+        reveals show once it is over (spec 7.3 decision 20)."""
+        return self.first is not None and None not in self.commitments and self.provisional is None
+
     def check_reveal(self, seat: int, reveal: Reveal) -> tuple[EndReason, str] | None:
         """What ``reveal`` shows ``seat`` to have done wrong (``None`` when nothing)."""
         r = self.rules

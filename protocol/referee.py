@@ -289,13 +289,7 @@ class Referee:
         """Whether the fleets of ``g``, over, are shown by courtesy reveals (spec 7.3 decision
         20): the rules show fleets at the end, and ``g`` reached ``firing`` (both committed, the
         first player known) and ended without entering ``reveal``."""
-        return (
-            self.rules.reveals_cross
-            and g.phase is _OVER
-            and g.provisional is None
-            and g.first is not None
-            and None not in g.commitments
-        )
+        return self.rules.reveals_cross and g.phase is _OVER and g.fired_unrevealed()
 
     def last_ended(self) -> Game | None:
         """The last game that ended (the current one once it is over, else the one before), as

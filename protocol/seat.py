@@ -696,14 +696,7 @@ class Seat:
         false one is a lie told, never a reason not to co-sign."""
         shown = self._seen.get(msg.game)
         g = shown.game if shown is not None else None
-        if (
-            g is None
-            or msg.seat not in (0, 1)
-            or g.phase is Phase.REVEAL
-            or g.provisional is not None
-            or g.first is None
-            or None in g.commitments
-        ):
+        if g is None or msg.seat not in (0, 1) or not g.fired_unrevealed():
             # No game we followed to ``firing`` and its end (the mirror takes no ``game_over``:
             # it stays in the phase the end found it in): nothing to hold it to.
             return
