@@ -113,20 +113,14 @@ class Lobby(People):
         rec = data["record"]
         if isinstance(rec, bytes):
             # A record nests deeper than a message may, so servers send its canonical bytes.
-            from seabattle.protocol.record import RecordError, dump_record, load_record
+            from seabattle.protocol.record import RecordError, load_record
 
             try:
-                signed = load_record(rec)
-                canonical = dump_record(signed) == rec
-            except (RecordError, TypeError, ValueError, OverflowError) as e:
+                # Canonical bytes only: decoded, others could pass for the record, but they are
+                # not what was signed and stored (one signed record has one encoding, 11.2).
+                rec = load_record(rec, canonical=True)
+            except RecordError as e:
                 raise RequestFailed(ErrorCode.RECORD_INVALID, f"the record: {e}") from None
-            if not canonical:
-                # Decoded, it could pass for the record; its bytes are what was signed and is
-                # stored, and one signed record has one encoding (spec 11.2).
-                raise RequestFailed(
-                    ErrorCode.RECORD_INVALID, "the record's bytes are not canonically encoded"
-                )
-            rec = signed
         if not isinstance(rec, dict):
             raise RequestFailed(ErrorCode.RECORD_INVALID, "the record is neither bytes nor a map")
         return rec

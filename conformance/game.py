@@ -12,7 +12,7 @@ from typing import Any
 from seabattle.protocol import messages as m
 from seabattle.protocol.errors import ErrorCode
 from seabattle.protocol.record import (
-    dump_record,
+    RecordError,
     head_of_bytes,
     load_record,
     pack_record,
@@ -20,7 +20,7 @@ from seabattle.protocol.record import (
     verify_record,
 )
 
-from .probe import Table, _short, describe
+from .probe import Probe, Table, _short, describe
 from .results import CaseFailed, NotImplementedCase, Trace
 from .suite import Suite, case, check_verdict, expect_game_over, fire_and_answer
 
@@ -184,6 +184,15 @@ def _check_view(view: dict[str, Any], t: Trace, *, spectator: bool) -> None:
             t.notes.append(f"view has no {key!r} (SHOULD, section 6.6)")
 
 
+async def record_bytes(p: Probe, match: bytes) -> bytes:
+    """The signed record of ``match`` as ``get_record`` answers it: its bytes (spec 6.2)."""
+    data = await p.ok(lambda i: m.GetRecord(i, match))
+    raw = data.get("record")
+    if not isinstance(raw, bytes):
+        raise CaseFailed(f"ok.data.record is not bin (canonical record bytes): {_short(raw)}")
+    return raw
+
+
 @case(
     "11-record",
     "11.2 The head and the signed record",
@@ -198,16 +207,11 @@ async def _record(s: Suite, t: Trace) -> None:
     tb: Table = obs["table"]
     p = tb.seats[0]
     p.trace = t  # report this case's own messages
-    data = await p.ok(lambda i: m.GetRecord(i, tb.match))
-    raw = data.get("record")
-    if not isinstance(raw, bytes):
-        raise CaseFailed(f"ok.data.record is not bin (canonical record bytes): {_short(raw)}")
+    raw = await record_bytes(p, tb.match)
     try:
-        signed = load_record(raw)
-    except Exception as e:
+        signed = load_record(raw, canonical=True)
+    except RecordError as e:
         raise CaseFailed(f"the record bytes are not a canonical signed record: {e}") from None
-    if dump_record(signed) != raw:
-        raise CaseFailed("the record bytes are not canonical (re-encoding them differs)")
     report = verify_record(signed)
     if not report.ok:
         raise CaseFailed(f"verify_record: {report.reason}")

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from seabattle.protocol import messages as m
 from seabattle.protocol.record import load_record, verify_bytes
 
-from .game import _shared_game
+from .game import _shared_game, record_bytes
 from .probe import Table, _short
 from .results import CaseFailed, Trace
 from .suite import Suite, case
@@ -26,10 +25,7 @@ async def _record_bytes(s: Suite, t: Trace) -> None:
     tb: Table = obs["table"]
     p = tb.seats[1]
     p.trace = t  # report this case's own messages
-    data = await p.ok(lambda i: m.GetRecord(i, tb.match))
-    raw = data.get("record")
-    if not isinstance(raw, bytes):
-        raise CaseFailed(f"ok.data.record is not bin (canonical record bytes): {_short(raw)}")
+    raw = await record_bytes(p, tb.match)
     # Said plainly first, for a server that gets one of them wrong; verify_bytes then judges all.
     try:
         record = load_record(raw).get("record")

@@ -375,12 +375,13 @@ def _no_ext(code: int, data: bytes) -> Any:
     raise RecordError(f"msgpack extension type {code} is not allowed in a record")
 
 
-def load_record(data: bytes) -> dict[str, Any]:
+def load_record(data: bytes, *, canonical: bool = False) -> dict[str, Any]:
     """Decode a signed record from msgpack; raises :class:`RecordError` if it cannot be one.
 
-    Only that the bytes decode is checked here, not that they are canonical:
-    :func:`verify_bytes` judges both the encoding and the content, :func:`verify_record` the
-    content.
+    With ``canonical``, bytes that are not the canonical encoding of what they decode to are
+    refused too (one signed record has one encoding, spec 11.2). Either way the content is not
+    judged: :func:`verify_bytes` judges both the encoding and the content, :func:`verify_record`
+    the content.
     """
     try:
         value = msgpack.unpackb(data, raw=False, strict_map_key=True, ext_hook=_no_ext)
@@ -390,6 +391,13 @@ def load_record(data: bytes) -> dict[str, Any]:
         raise RecordError(f"not msgpack: {type(e).__name__}: {e}") from None
     if not isinstance(value, dict):
         raise RecordError("a signed record is a map {record, sigs}")
+    if canonical:
+        try:
+            same = dump_record(value) == data
+        except (TypeError, ValueError, OverflowError) as e:  # a float, a non-string key
+            raise RecordError(f"no canonical encoding: {e}") from None
+        if not same:
+            raise RecordError("the bytes are not canonically encoded (spec 3)")
     return value
 
 
