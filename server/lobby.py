@@ -44,6 +44,7 @@ from .records import add_cosign, add_cosign_stored
 from .referee import GAME_MESSAGES, MODES, Referee, Seat
 from .store import Conflict, Store
 from .store_cluster import Handoff, Paired
+from .store_rows import as_player_id
 
 __all__ = ["Lobby", "OpenMatch", "parse_rules_within"]
 
@@ -772,7 +773,7 @@ class Lobby(LobbyState):
     async def _player(self, peer: Peer, msg: m.PlayerFigures) -> dict[str, Any]:
         """A player's figures (spec 6.9), by id or by a display name that one player has."""
         asked = msg.player
-        pid = asked.lower() if len(asked) == 64 and _is_hex(asked) else None
+        pid = as_player_id(asked)
         if pid is None:
             # Names are not unique (a guest key a connection): the name's player is the one
             # that played most under it, unless two played as much.
@@ -816,10 +817,6 @@ class Lobby(LobbyState):
             if isinstance(v, int):
                 return v
         return None
-
-
-def _is_hex(text: str) -> bool:
-    return all(c in "0123456789abcdefABCDEF" for c in text)
 
 
 def _invite_code() -> str:

@@ -44,6 +44,7 @@ from seabattle.protocol.rules import RuleSet
 
 from .config import Peer, TokenBucket, peer_context
 from .lobby_state import _now
+from .store_rows import as_player_id
 
 if TYPE_CHECKING:
     from .lobby import Lobby
@@ -57,8 +58,6 @@ ONLINE_MAX = 100
 
 #: The reasons a challenge ends (``challenge_gone.reason``, spec 6.9.2).
 GONE_REASONS = ("accepted", "declined", "cancelled", "expired", "offline")
-
-_PLAYER_ID_LEN = 64  # a player id: the hex of a 32-byte key (spec 4.3)
 
 
 @dataclass(slots=True, eq=False)
@@ -186,8 +185,9 @@ class People:
     def _target(self, peer: Peer, who: str) -> str:
         """The player id ``who`` names: a player id online, or the display name of exactly one
         player online (``NO_SUCH_PLAYER`` otherwise)."""
-        if len(who) == _PLAYER_ID_LEN and self._online(who.lower()):
-            return who.lower()
+        pid = as_player_id(who)
+        if pid is not None and self._online(pid):
+            return pid
         want = who.strip().casefold()
         found = {
             p.player

@@ -12,7 +12,15 @@ from typing import Any, Literal
 
 from .ladder import Rating
 
-__all__ = ["Fence", "MatchRow", "MatchStatus", "PlayerRow", "RatingChange", "RecordRow"]
+__all__ = [
+    "Fence",
+    "MatchRow",
+    "MatchStatus",
+    "PlayerRow",
+    "RatingChange",
+    "RecordRow",
+    "as_player_id",
+]
 
 MatchStatus = Literal["open", "playing", "finished", "aborted"]
 """Where a match is in its life: open (waiting for a second seat), playing, finished, aborted."""
@@ -141,6 +149,13 @@ def _json(value: Any) -> str:
 def _check_match_id(match_id: str) -> None:
     if not _MATCH_ID.fullmatch(match_id):
         raise ValueError(f"match id must be 32 lowercase hex digits, got {match_id!r}")
+
+
+def as_player_id(text: str) -> str | None:
+    """The player id ``text`` spells (64 hex digits, either case; spec 2.4), in the lower case
+    the store keeps, or ``None`` when it spells none (a display name, say)."""
+    low = text.lower()
+    return low if _PLAYER_KEY.fullmatch(low) else None
 
 
 def _check_player_id(player_id: str) -> None:
