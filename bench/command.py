@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from seabattle.cli.common import _hostport, address_arg
 from seabattle.common.latency import CpuLatencyError, cpu_latency
 from seabattle.protocol.rules import PRESETS, preset
 
@@ -19,15 +20,6 @@ from .plot import plot_report
 from .report import _strip, print_report
 
 __all__ = ["QUICK", "bench"]
-
-
-def _hostport(value: str) -> tuple[str, int]:
-    h, sep, p = value.rpartition(":")
-    if not sep or not p.isdigit() or not 1 <= int(p) <= 65535:
-        raise click.BadParameter(
-            f"{value!r} is not HOST:PORT (a port 1..65535)", param_hint="--server"
-        )
-    return h or "127.0.0.1", int(p)
 
 
 def _ints(value: str) -> list[int]:
@@ -48,7 +40,13 @@ QUICK = (
 
 
 @click.command("bench")
-@click.option("--server", "server", default=None, help="Target HOST:PORT (default: start one).")
+@click.option(
+    "--server",
+    "server",
+    default=None,
+    callback=address_arg,
+    help="Target HOST:PORT (default: start one).",
+)
 @click.option("--server-pid", type=int, default=None, help="PID of --server, for CPU and memory.")
 @click.option(
     "--matches", default="10", show_default=True, help="Concurrent matches: N or 1,10,50."
