@@ -1,0 +1,51 @@
+"""What the command line takes for an engine (``bot --engine``, ``host``/``join --engine``, the
+arena's ENGINE arguments): one text that names a built-in strategy, an HTTP engine's URL, or a
+command line that runs an engine process (spec/engine.md)."""
+
+from __future__ import annotations
+
+import shlex
+from typing import TYPE_CHECKING
+
+import click
+
+if TYPE_CHECKING:
+    from seabattle.engine.base import Engine
+
+__all__ = ["engine_from_spec", "engine_option_help"]
+
+#: The help text of an option that takes an engine.
+engine_option_help = (
+    "An engine: a built-in strategy's name (best, density, hunt, random), an HTTP engine's "
+    "URL (http://HOST:PORT/PATH), or a command that runs one, quoted as a shell would "
+    "('node examples/engine.js'); see spec/engine.md."
+)
+
+
+def engine_from_spec(text: str, *, move_time: float) -> Engine:
+    """The engine ``text`` names: a built-in strategy's name gives a
+    :class:`~seabattle.engine.builtin.BuiltinEngine`; ``http://`` or ``https://`` an
+    :class:`~seabattle.engine.http.HttpEngine`; anything else is split as a shell would
+    (:func:`shlex.split`) into the command line of a
+    :class:`~seabattle.engine.process.ProcessEngine`. ``move_time``: seconds an external engine
+    has for each answer. Raises :class:`click.BadParameter` for an empty or unparsable text."""
+    text = text.strip()
+    if not text:
+        raise click.BadParameter("an engine is a strategy's name, a URL or a command; got nothing")
+    from seabattle.bots.strategies import STRATEGIES
+
+    if text in STRATEGIES:
+        from seabattle.engine.builtin import BuiltinEngine
+
+        return BuiltinEngine(text)
+    if text.startswith(("http://", "https://")):
+        from seabattle.engine.http import HttpEngine
+
+        return HttpEngine(text, move_time=move_time)
+    try:
+        argv = shlex.split(text)
+    except ValueError as e:
+        raise click.BadParameter(f"cannot split the engine command {text!r}: {e}") from None
+    from seabattle.engine.process import ProcessEngine
+
+    return ProcessEngine(argv, move_time=move_time)
