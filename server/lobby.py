@@ -34,10 +34,19 @@ from seabattle.protocol.grid import BLANKS
 from seabattle.protocol.rules import RuleSet, rules_from_dict
 from seabattle.protocol.ticket import open_ticket
 
-from .config import ContextLog, Limits, Peer, Timers, TokenBucket, peer_context
+from .config import Limits, Peer, Timers, TokenBucket, peer_context
 from .journal import Journal
 from .lobby_rules import _SHAPE_KEYS, parse_rules_within
-from .lobby_state import LobbyState, OpenMatch, _add, _discard, _now, _values, _Waiting
+from .lobby_state import (
+    OpenMatch,
+    _add,
+    _discard,
+    _match_log,
+    _now,
+    _values,
+    _Waiting,
+)
+from .lobby_teams import TeamLobby
 from .metrics import Metrics
 from .people import People
 from .records import add_cosign, add_cosign_stored
@@ -53,7 +62,7 @@ _log = logging.getLogger("seabattle.server.lobby")
 _INVITE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: read aloud without doubt
 
 
-class Lobby(LobbyState):
+class Lobby(TeamLobby):
     """Matches between authenticated peers; see the module docstring."""
 
     def __init__(
@@ -156,7 +165,7 @@ class Lobby(LobbyState):
         if self.cluster is not None:
             _add(self._online, peer.player, peer)
             for mid, a in list(self.arriving.items()):
-                if a.seats[a.away].player == peer.player:
+                if peer.player in a.away:
                     self.arrived(peer, mid)
             self.nursery.start_soon(self._look_elsewhere, peer)
 
@@ -174,18 +183,6 @@ class Lobby(LobbyState):
                 await self.sweep()
         except Exception:
             _log.exception("looking for %s's matches on other nodes failed", peer.player[:12])
-
-    def _redirect(self, peer: Peer, mid: bytes, node: str, addr: str) -> None:
-        """Tell ``peer`` its match ``mid`` runs on ``node`` at ``addr``, with a signed ticket."""
-        cluster = self.cluster
-        assert cluster is not None
-        if not peer.follows:
-            _match_log(mid).info(
-                "%s plays on node %s but does not follow redirects", peer.player[:12], node
-            )
-            return
-        body, sig = cluster.ticket(peer.player, mid, node, addr)
-        peer.send(m.Redirect(mid, body, sig))
 
     async def lease_lost(self) -> None:
         """This node's lease was taken (it stalled past it, or the store was away that long, and
@@ -226,7 +223,12 @@ class Lobby(LobbyState):
         """Players waiting here were paired into matches other nodes referee: send them there."""
         for h in handoffs:
             mid = bytes.fromhex(h.match_id)
-            if h.entry is not None:
+            om = self.open.get(mid)
+            if h.entry is None and (
+                (mid, h.player) in self._team_waits or (om and om.team_invites is not None)
+            ):
+                self.nursery.start_soon(self._team_handed_off, h)
+            elif h.entry is not None:
                 w = self._entries.get(h.entry)
                 if w is None:
                     continue  # it left meanwhile: it finds its match when it comes back
@@ -323,7 +325,9 @@ class Lobby(LobbyState):
         team = self._team_rules(peer, rules)
         mid = self._new_id()
         invite = _invite_code()
-        movable = self.cluster is not None and peer.follows
+        team_invites = (_invite_code(), _invite_code()) if team else None
+        # A team match stays on its host's node: its members come to it (lobby_teams).
+        movable = self.cluster is not None and peer.follows and not team
         await self.store.create_match(
             mid.hex(),
             canonical_pack(rules.to_dict()),
@@ -335,18 +339,20 @@ class Lobby(LobbyState):
             public=msg.public,
             invite=invite,
             movable=movable,
+            team_invites=team_invites if self.cluster is not None else None,
         )
         om = OpenMatch(mid, rules, msg.mode, msg.public, peer, invite, movable)
         self.open[mid] = om
         self.invites[invite] = mid
         answer: dict[str, Any] = {"match": mid, "invite": invite}
-        if team:
-            om.team_invites = (_invite_code(), _invite_code())
-            for code in om.team_invites:
+        if team_invites is not None:
+            om.team_invites = team_invites
+            for code in team_invites:
                 self.invites[code] = mid
-            answer["teams"] = list(om.team_invites)
+            answer["teams"] = list(team_invites)
         _add(self._hosted, peer, mid)
-        if movable and self.cluster is not None:
+        if (movable or team) and self.cluster is not None:
+            # Someone may join from another node: the handoffs for this node are polled.
             self.cluster.waits(+1)
         _match_log(mid).info(
             "created by %s (%s)",
@@ -357,18 +363,13 @@ class Lobby(LobbyState):
         return answer
 
     def _team_rules(self, peer: Peer, rules: RuleSet) -> bool:
-        """Whether ``rules`` are for teams (spec 6.8); refuses a session that cannot play them,
-        and team play on a node of a cluster."""
+        """Whether ``rules`` are for teams (spec 6.8); refuses a session that cannot play them."""
         if rules.team_size == 1:
             return False
         if not peer.teams:
             raise Refused(
                 ErrorCode.NOT_ALLOWED, "team play needs the capability 'teams' (spec 6.8)"
             )
-        if self.cluster is not None:
-            # A member's session may land on any node (serve --workers shares one port), and
-            # the store knows only the captains: a member could neither join nor come back.
-            raise Refused(ErrorCode.NOT_ALLOWED, "team play needs a server of one node (spec 6.8)")
         return True
 
     async def _list(self, peer: Peer, msg: m.ListMatches) -> dict[str, Any]:
@@ -410,6 +411,8 @@ class Lobby(LobbyState):
             raise RemoteProtocolError(
                 ErrorCode.BAD_MESSAGE, "join names exactly one of a match and an invitation"
             )
+        team: int | None = None  # the team a team invitation joins
+        code: str | None = None
         if msg.invite is not None:
             # Blanks and case as spec 2.4 defines them: space and tab, ASCII letters only.
             code = msg.invite.strip(BLANKS)
@@ -417,6 +420,8 @@ class Lobby(LobbyState):
             mid = self.invites.get(code)
             if mid is None and self.cluster is not None:
                 found = await self.store.invited_match(code)
+                if found is None and (team_found := await self.store.team_invite(code)):
+                    found, team = team_found
                 mid = None if found is None else bytes.fromhex(found)
             if mid is None:
                 raise Refused(ErrorCode.BAD_INVITE, "no open match has that invitation")
@@ -428,13 +433,27 @@ class Lobby(LobbyState):
             if mid in self.running or mid in self.finished:
                 raise Refused(ErrorCode.MATCH_FULL, "that match has both players")
             if self.cluster is not None and len(mid) == 16:
+                row = await self.store.get_match(mid.hex())
+                rules = None if row is None else rules_from_dict(msgpack.unpackb(row.rules))
+                if row is not None and rules is not None and rules.team_size > 1:
+                    if row.status != "open":
+                        raise Refused(ErrorCode.MATCH_FULL, "that match has both teams")
+                    self._team_rules(peer, rules)
+                    await self._join_team_stored(peer, msg.id, mid, rules, team)
+                    return None
                 await self._join_elsewhere(peer, msg.id, mid)
                 return None
             raise Refused(ErrorCode.NO_SUCH_MATCH, "no open match with that id")
         if om.host.player == peer.player:
             raise Refused(ErrorCode.NOT_ALLOWED, "you cannot play yourself")
         if om.team_invites is not None:
-            return await self._join_team(peer, msg, om, code if msg.invite is not None else None)
+            if self.cluster is not None:
+                self._team_rules(peer, om.rules)
+                if code in om.team_invites:
+                    team = om.team_invites.index(code)
+                await self._join_team_stored(peer, msg.id, mid, om.rules, team)
+                return None
+            return await self._join_team(peer, msg, om, code)
         self._take_open(mid)
         try:
             await self.store.start_match(mid.hex(), peer.player, node=self.node)
@@ -483,6 +502,8 @@ class Lobby(LobbyState):
 
     def _left_team(self, peer: Peer, mid: bytes) -> bool:
         """``peer`` gives up its place in the open team match ``mid``; whether it had one."""
+        if self._left_team_stored(peer, mid):
+            return True
         om = self.open.get(mid)
         if om is None:
             return False
@@ -610,6 +631,8 @@ class Lobby(LobbyState):
             _log.exception("could not take quick entry %d out of the shared queue", entry)
 
     async def _leave(self, peer: Peer, msg: m.Leave) -> dict[str, Any]:
+        if self._left_team_stored(peer, msg.match):
+            return {"match": msg.match}  # a cluster's team match, waiting to fill
         om = self.open.get(msg.match)
         if om is not None:
             if self._left_team(peer, msg.match):
@@ -821,7 +844,3 @@ class Lobby(LobbyState):
 
 def _invite_code() -> str:
     return "".join(secrets.choice(_INVITE_ALPHABET) for _ in range(8))
-
-
-def _match_log(mid: bytes) -> ContextLog:
-    return ContextLog(_log, {"match": mid.hex()})

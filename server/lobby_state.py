@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, TypeAlias, TypeVar
@@ -73,16 +73,18 @@ class _Waiting:
 
 @dataclass(slots=True)
 class _Arrival:
-    """A match paired across nodes, waiting for its player from the other node (seat ``away``)
-    to arrive, so that both see it start together."""
+    """A match made across nodes, waiting for its players from other nodes (``away``, by id)
+    to arrive, so that all see it start together. ``teams``: team play, each seat's members
+    (``seats`` being their captains)."""
 
     mid: bytes
     rules: RuleSet
     mode: str
     public: bool
     seats: list[Seat]
-    away: int
+    away: set[str]
     came: trio.Event
+    teams: list[list[Seat]] | None = None
 
 
 class LobbyState:
@@ -152,6 +154,9 @@ class LobbyState:
         self._hosted: dict[Peer, _Many[bytes]] = {}
         #: Peer -> the open team matches it joined and waits in (spec 6.8).
         self._joining: dict[Peer, _Many[bytes]] = {}
+        #: (match, player) -> the join waiting here for a cluster's team match to fill (the
+        #: store counts its teams: ``lobby_teams``)
+        self._team_waits: dict[tuple[bytes, str], _Waiting] = {}
 
     # -- match life -------------------------------------------------------------------------------
 
@@ -164,7 +169,7 @@ class LobbyState:
         for w in om.joined[0] + om.joined[1]:
             _discard(self._joining, w.peer, mid)
         _discard(self._hosted, om.host, mid)
-        if om.movable and self.cluster is not None:
+        if (om.movable or om.team_invites is not None) and self.cluster is not None:
             self.cluster.waits(-1)
         return om
 
@@ -193,22 +198,20 @@ class LobbyState:
         mode: str,
         public: bool,
         peers: list[Peer | Seat],
-        teams: list[list[Peer]] | None = None,
+        teams: Sequence[Sequence[Peer | Seat]] | None = None,
         ratings: Mapping[str, int] | None = None,
     ) -> None:
         """Start a match between ``peers``; a `Seat` with no peer is a player of another node,
         handed off to come here. ``teams``: team play, each seat's members (``peers`` being
         their captains). ``ratings``: the players' ratings (:meth:`_ratings`), for ``seated``
         (spec 6.9)."""
-        seats = [p if isinstance(p, Seat) else Seat(p.player, p.name, p) for p in peers]
+        seats = [_seat(p) for p in peers]
         for seat in seats:
             if ratings is not None and seat.player in ratings:
                 seat.rating = ratings[seat.player]
         members = None
         if teams is not None:
-            members = [
-                [seats[i]] + [Seat(p.player, p.name, p) for p in t[1:]] for i, t in enumerate(teams)
-            ]
+            members = [[seats[i]] + [_seat(p) for p in t[1:]] for i, t in enumerate(teams)]
         for seat in seats if members is None else members[0] + members[1]:
             if seat.peer is not None and not seat.peer.connected:
                 # The peer left while the match was being stored: it starts absent, so its grace
@@ -232,19 +235,26 @@ class LobbyState:
     ) -> None:
         """Start a match paired across nodes once ``away`` (seat 0) is here, or at the latest
         after ``arrive_timeout`` (its grace period then runs, as for any absent player)."""
-        arrival = _Arrival(
-            mid, rules, mode, public, [away, Seat(here.player, here.name, here)], 0, trio.Event()
-        )
-        self.arriving[mid] = arrival
+        seats = [away, Seat(here.player, here.name, here)]
+        self._await_arrivals(_Arrival(mid, rules, mode, public, seats, {away.player}, trio.Event()))
+
+    def _await_arrivals(self, arrival: _Arrival) -> None:
+        """Start ``arrival``'s match once its players from other nodes are here, or at the
+        latest after ``arrive_timeout`` (the grace period of those missing then runs)."""
+        self.arriving[arrival.mid] = arrival
         self.nursery.start_soon(self._arrive, arrival)
 
     def arrived(self, peer: Peer, mid: bytes) -> bool:
         """``peer`` came for the match ``mid`` that waits for it; whether it was waiting."""
         a = self.arriving.get(mid)
-        if a is None or a.seats[a.away].player != peer.player:
+        if a is None or peer.player not in a.away:
             return False
-        a.seats[a.away].peer = peer
-        a.came.set()
+        for seat in a.seats if a.teams is None else a.teams[0] + a.teams[1]:
+            if seat.player == peer.player:
+                seat.peer = peer
+        a.away.discard(peer.player)
+        if not a.away:
+            a.came.set()
         return True
 
     async def _arrive(self, a: _Arrival) -> None:
@@ -254,7 +264,7 @@ class LobbyState:
         if self.closing:
             return  # not started: nothing journaled, and a restart ends it
         ratings = await self._ratings(*a.seats)
-        self._start(a.mid, a.rules, a.mode, a.public, list(a.seats), ratings=ratings)
+        self._start(a.mid, a.rules, a.mode, a.public, list(a.seats), a.teams, ratings)
 
     def _referee(
         self,
@@ -361,7 +371,11 @@ class LobbyState:
                 if entries:
                     lot, public, team_ids = started(entries[0])
                 elif rules.team_size > 1:
-                    raise ReplayError("nothing was journaled, not even who plays in the teams")
+                    # Its node went before the start was journaled: the store knows the teams
+                    # (a cluster's team match), and the match starts afresh, as below.
+                    public = row.public
+                    team_ids = await self._stored_teams(row.id, rules.team_size)
+                    log.info("nothing was journaled: the team match starts afresh")
                 else:
                     # Stored as playing, but its node went before the match's start was
                     # journaled: nobody was told more of it than its id (its start is sent only
@@ -413,6 +427,17 @@ class LobbyState:
             _log.info("resumed %d running matches from their journals", taken)
         return taken
 
+    async def _stored_teams(self, match_hex: str, size: int) -> list[list[str]]:
+        """Who plays in each team of ``match_hex``, as the store has it (a cluster's team
+        match); `ReplayError` when it does not know both teams whole."""
+        stored_members = await stored(partial(self.store.team_members, match_hex), "its teams")
+        teams: list[list[str]] = [[], []]
+        for t in stored_members:
+            teams[t.team].append(t.player)
+        if [len(t) for t in teams] != [size, size]:
+            raise ReplayError("nothing was journaled, not even who plays in the teams")
+        return teams
+
     def _seat_online(self, ref: Referee) -> None:
         """Give a match just taken up its players already connected here (a failover)."""
         for s in ref.everyone():
@@ -426,6 +451,18 @@ class LobbyState:
         """The journal was stalled ``stood`` seconds: every running match stood still."""
         for ref in list(self.running.values()):
             ref.resumed(stood)
+
+    def _redirect(self, peer: Peer, mid: bytes, node: str, addr: str) -> None:
+        """Tell ``peer`` its match ``mid`` runs on ``node`` at ``addr``, with a signed ticket."""
+        cluster = self.cluster
+        assert cluster is not None
+        if not peer.follows:
+            _match_log(mid).info(
+                "%s plays on node %s but does not follow redirects", peer.player[:12], node
+            )
+            return
+        body, sig = cluster.ticket(peer.player, mid, node, addr)
+        peer.send(m.Redirect(mid, body, sig))
 
     def _let_go(self, ref: Referee) -> None:
         """Another node referees ``ref``'s match now: forget it here without a word to the
@@ -531,6 +568,15 @@ def _values(index: dict[_K, _Many[_V]], key: _K, *, pop: bool = False) -> list[_
     """The values of ``key`` in ``index``, in the order added (a copy); ``pop`` removes them."""
     had = index.pop(key, None) if pop else index.get(key)
     return [] if had is None else list(had)
+
+
+def _match_log(mid: bytes) -> ContextLog:
+    return ContextLog(_log, {"match": mid.hex()})
+
+
+def _seat(p: Peer | Seat) -> Seat:
+    """``p``'s seat: a `Seat` as it is, a connected peer seated with its connection."""
+    return p if isinstance(p, Seat) else Seat(p.player, p.name, p)
 
 
 def _now() -> int:

@@ -440,6 +440,31 @@ MIGRATIONS: Sequence[tuple[int, Sequence[MigrationStep]]] = (
             "CREATE INDEX players_by_name ON players (name)",
         ),
     ),
+    (
+        9,
+        (
+            # Team play on a cluster (spec 6.8, 4.10): every member of a team match, so that a
+            # member who joins on one node is counted by the node that hosts the match, and a
+            # member who comes back after a failover is found and sent where the match went
+            # (``matches`` names the captains only). ``member``: the order the team was joined
+            # in (the host is member 0 of team 0); ``node``: where the member waited to start.
+            """CREATE TABLE team_members (
+                match_id TEXT NOT NULL REFERENCES matches (id),
+                player TEXT NOT NULL REFERENCES players (id),
+                team INTEGER NOT NULL CHECK (team IN (0, 1)),
+                member INTEGER NOT NULL,
+                node TEXT,
+                PRIMARY KEY (match_id, player)
+            )""",
+            "CREATE INDEX team_members_by_player ON team_members (player)",
+            # Each team's invitation, joined from any node.
+            """CREATE TABLE team_invites (
+                code TEXT PRIMARY KEY,
+                match_id TEXT NOT NULL REFERENCES matches (id),
+                team INTEGER NOT NULL CHECK (team IN (0, 1))
+            )""",
+        ),
+    ),
 )
 """Schema migrations as (version, DDL templates), applied in order; append, never edit."""
 

@@ -259,9 +259,11 @@ class ClusterStore(StoreBase):
             rows = self._all(
                 "SELECT m.id, m.node, n.addr, n.lease_until FROM matches m"
                 " LEFT JOIN nodes n ON n.name = m.node"
-                " WHERE m.status = 'playing' AND m.node <> ? AND (m.seat0 = ? OR m.seat1 = ?)"
+                " WHERE m.status = 'playing' AND m.node <> ? AND (m.seat0 = ? OR m.seat1 = ?"
+                # A team's members other than its captain (team play, store_teams).
+                " OR m.id IN (SELECT match_id FROM team_members WHERE player = ?))"
                 " ORDER BY m.created, m.id",
-                (name, player, player),
+                (name, player, player, player),
             )
             return [(r[0], r[1], r[2] if r[3] is not None and r[3] > now else None) for r in rows]
 

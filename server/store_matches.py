@@ -6,13 +6,13 @@ from collections.abc import Sequence
 from typing import Any, get_args
 
 from .schema import Conflict, Cursor, NotFound
-from .store_base import StoreBase
 from .store_rows import _MATCH_COLS, Fence, MatchRow, MatchStatus, _check_match_id, _json, _match
+from .store_teams import TeamStore
 
 __all__ = ["MatchStore"]
 
 
-class MatchStore(StoreBase):
+class MatchStore(TeamStore):
     """Matches and their life (a part of `Store`)."""
 
     async def create_match(
@@ -29,13 +29,16 @@ class MatchStore(StoreBase):
         public: bool = True,
         invite: str | None = None,
         movable: bool = False,
+        team_invites: tuple[str, str] | None = None,
     ) -> MatchRow:
         """Store a new match; its seats must be known players. Raises `Conflict` on a reused id
         (or invitation).
 
         ``node``: the server node that referees it (:meth:`running_matches`), or hosts it while
         it is open; ``public``: listed; ``invite``: its invitation code; ``movable``: its host
-        follows redirects, so a player of another node may join it (``store_cluster``)."""
+        follows redirects, so a player of another node may join it (``store_cluster``);
+        ``team_invites``: a team match's invitation to each team, joined on any node
+        (``store_teams``)."""
         _check_match_id(match_id)
         if status not in ("open", "playing"):
             raise ValueError(f"a new match is open or playing, not {status!r}")
@@ -66,6 +69,8 @@ class MatchStore(StoreBase):
                 ).rowcount
                 if not inserted:
                     raise Conflict(f"match {match_id} already exists")
+                if team_invites is not None:
+                    self._open_team(cur, match_id, seat0, team_invites, node)
                 row = self._exec(
                     cur, f"SELECT {_MATCH_COLS} FROM matches WHERE id = ?", (match_id,)
                 ).fetchone()

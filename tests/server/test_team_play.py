@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import random
 from contextlib import AsyncExitStack
-from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
-from helpers import cluster_node
 from helpers import connect as raw_connect
 from seabattle.bots.play import BotResult, play_match
 from seabattle.bots.strategies import make_strategy
@@ -215,14 +213,3 @@ async def test_spectators_are_told_the_teams_and_every_caller(
             assert named.get(x.seat) == x.member
             shots += 1
     assert shots > 0
-
-
-async def test_a_node_of_a_cluster_refuses_team_rules(
-    tmp_path: Path, nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
-) -> None:
-    # A member's session may land on any node (serve --workers shares one port): refused, said.
-    addr, _ = await cluster_node(nursery, str(tmp_path / "db.sqlite"), tmp_path, "a")
-    async with connect(*addr, name="host") as host:
-        with pytest.raises(RequestFailed) as info:
-            await host.create(TEAMS, "custody")
-    assert info.value.code == ErrorCode.NOT_ALLOWED and "one node" in str(info.value)
