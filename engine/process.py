@@ -106,7 +106,9 @@ class ProcessEngine(Engine):
             )
         except OSError as e:
             raise EngineFault("crashed", f"cannot run {self.argv[0]}: {e.strerror or e}") from None
-        answer = await self._ask(lines.greeting(), max(START_TIME, self.move_time))
+        answer = await self._ask(
+            lines.greeting(), max(START_TIME, self.move_time), starting=True
+        )
         hello = await self._checked(lambda: lines.parse_hello(answer))
         self._broken = False
         self.hello = hello
@@ -182,9 +184,11 @@ class ProcessEngine(Engine):
         except EngineFault:
             self._broken = True
 
-    async def _ask(self, msg: dict[str, Any], seconds: float) -> dict[str, Any]:
+    async def _ask(
+        self, msg: dict[str, Any], seconds: float, *, starting: bool = False
+    ) -> dict[str, Any]:
         """Send a request and read its answer, both within ``seconds``."""
-        if self._proc is None or self._broken:
+        if self._proc is None or (self._broken and not starting):
             raise EngineFault("crashed", "it is not running: " + self._stderr_tail(default="gone"))
         line: bytes | None = None
         with trio.move_on_after(seconds):

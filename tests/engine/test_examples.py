@@ -1,0 +1,73 @@
+"""The example engines in examples/ (JavaScript for Node.js, awk) play verified best-of-3
+matches through the bridge: on a real server and in peer play."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import trio
+from helpers import peer_match, quick_pair
+from seabattle.client.api import MatchHandle, connect
+from seabattle.engine.base import Engine
+from seabattle.engine.bridge import EnginePlayer, EngineResult, play_engine_match
+from seabattle.engine.process import ProcessEngine
+from seabattle.protocol.record import verify_record
+from seabattle.protocol.rules import MatchFormat, preset
+
+ROOT = Path(__file__).resolve().parents[2]
+NODE = ["node", str(ROOT / "examples" / "engine.js")]
+AWK = ["sh", str(ROOT / "examples" / "engine.sh")]
+BEST_OF_3 = {"preset": "russian", "match": {"kind": "best-of", "games": 3, "sunk_bonus": 0}}
+
+
+async def both(pair: list[MatchHandle], engines: list[Engine]) -> list[EngineResult]:
+    out: list[Any] = [None, None]
+
+    async def one(i: int) -> None:
+        out[i] = await play_engine_match(pair[i], engines[i])
+
+    async with trio.open_nursery() as n:
+        n.start_soon(one, 0)
+        n.start_soon(one, 1)
+    return out
+
+
+async def test_node_and_awk_engines_play_a_verified_best_of_3_on_a_server(
+    server: tuple[str, int],
+) -> None:
+    engines: list[Engine] = [ProcessEngine(NODE), ProcessEngine(AWK)]
+    hellos = [await e.start() for e in engines]
+    assert [h.name for h in hellos] == ["hunt.js", "hunt.awk"]
+    try:
+        async with connect(*server, name="js") as a, connect(*server, name="awk") as b:
+            pair = await quick_pair(a, b, BEST_OF_3, "blind")
+            ra, rb = await both(pair, engines)
+            record = await a.get_record(pair[0].id)
+    finally:
+        for e in engines:
+            await e.close()
+    assert ra.ended and rb.ended
+    assert not ra.faults and not rb.faults and not ra.lies and not rb.lies
+    assert ra.won is not rb.won and max(ra.result["wins"]) == 2
+    assert (ra.engine, rb.engine) == ("hunt.js", "hunt.awk")
+    report = verify_record(record)
+    assert report.ok, report.reason
+    assert len(report.games) == ra.result["games"] >= 2
+
+
+async def test_node_and_awk_engines_play_a_verified_best_of_3_in_peer_play() -> None:
+    rules = preset("classic").replace(match=MatchFormat(games=3))
+    engines = [ProcessEngine(NODE), ProcessEngine(AWK)]
+    players = [EnginePlayer(engines[0], 0), EnginePlayer(engines[1], 1)]
+    try:
+        hosted, joined = await peer_match(rules, players[0], players[1])
+    finally:
+        for e in engines:
+            await e.close()
+    assert not players[0].faults and not players[1].faults
+    assert hosted.report.ok and joined.report.ok, (hosted.report.reason, joined.report.reason)
+    assert hosted.signed == joined.signed
+    assert verify_record(hosted.signed).ok
+    assert hosted.won is not joined.won
+    assert max(hosted.match.to_dict()["wins"]) == 2
