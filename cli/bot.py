@@ -33,10 +33,12 @@ from .common import (
     open_client,
     run_client,
 )
+from .engine import engine_from_spec, engine_option_help
 from .play import PLACEMENT
 
 if TYPE_CHECKING:
     from seabattle.bots.play import BotResult
+    from seabattle.engine.base import Engine
 
 __all__ = ["bot", "exact_report", "stats_report"]
 
@@ -191,6 +193,19 @@ def exact_report(
     help="Seed for --stats (the boards' stream), or for --exact (the strategy's stream, restarted "
     "every game; 0 if omitted).",
 )
+@click.option("--engine", "engine", default=None, help=engine_option_help)
+@click.option(
+    "--engine-url",
+    default=None,
+    help="An HTTP engine: POST URL/placement and URL/move (spec/engine.md).",
+)
+@click.option(
+    "--move-time",
+    default=5.0,
+    show_default=True,
+    type=click.FloatRange(0, min_open=True),
+    help="Seconds an engine has for each answer; one that takes longer loses the game.",
+)
 @PLACEMENT
 def bot(
     server: str | None,
@@ -210,11 +225,23 @@ def bot(
     exact: bool,
     budget: int,
     seed: int | None,
+    engine: str | None,
+    engine_url: str | None,
+    move_time: float,
     placement: str,
 ) -> None:
     """Play GAMES matches with a bot on a server, or measure a strategy with --stats (against
-    fleets placed by --placement)."""
+    fleets placed by --placement). With --engine or --engine-url an engine plays instead of
+    --strategy: a program in any language that speaks spec/engine.md."""
     rules = _rules_arg(rules_)
+    if engine is not None and engine_url is not None:
+        raise click.UsageError("give --engine or --engine-url, not both")
+    if engine_url is not None:
+        if not engine_url.startswith(("http://", "https://")):
+            raise click.BadParameter("an http:// or https:// URL", param_hint="--engine-url")
+        engine = engine_url
+    if engine is not None and (stats or exact):
+        raise click.UsageError("--stats and --exact measure a built-in --strategy, not an engine")
     if exact:
         report = exact_report(rules, strategy, seed or 0, budget, progress=Console(stderr=True))
         if as_json:
@@ -265,6 +292,8 @@ def bot(
             as_json=as_json,
             wait=wait,
             placement=placement,
+            engine=engine,
+            move_time=move_time,
         ),
     )
 
@@ -284,14 +313,63 @@ async def _bot_server(
     as_json: bool = False,
     wait: float | None = None,
     placement: str = "uniform",
+    engine: str | None = None,
+    move_time: float = 5.0,
 ) -> int:
     """Play ``games`` quick matches; one line per match (``as_json``: one JSON object on stdout,
-    the rest on stderr). ``wait`` bounds each wait for an opponent, in seconds."""
+    the rest on stderr). ``wait`` bounds each wait for an opponent, in seconds. ``engine``: an
+    engine (:func:`~.engine.engine_from_spec`) plays instead of ``strategy``, ``move_time``
+    seconds for each answer."""
+    say = Console(stderr=True).print if as_json else console.print
+    kw: dict[str, Any] = {
+        "conn": conn,
+        "as_json": as_json,
+        "wait": wait,
+        "placement": placement,
+        "say": say,
+    }
+    if engine is None:
+        return await _bot_matches(host, port, strategy, rules, mode, games, key, save, name, **kw)
+    from seabattle.engine.base import EngineFault
+
+    eng = engine_from_spec(engine, move_time=move_time)
+    try:
+        try:
+            hello = await eng.start()
+        except EngineFault as e:
+            raise click.ClickException(f"the engine did not start: {e}") from None
+        plays = ", ".join(hello.rules) if hello.rules else "any rules"
+        author = f" by {hello.author}" if hello.author else ""
+        say(f"engine {hello.name}{author} ({plays})")
+        return await _bot_matches(
+            host, port, strategy, rules, mode, games, key, save, name, **kw, engine=eng
+        )
+    finally:
+        await eng.close()
+
+
+async def _bot_matches(
+    host: str,
+    port: int,
+    strategy: str,
+    rules: RuleSet,
+    mode: str,
+    games: int,
+    key: str | None,
+    save: str | None,
+    name: str,
+    *,
+    conn: Conn | None,
+    as_json: bool,
+    wait: float | None,
+    placement: str,
+    say: Any,
+    engine: Engine | None = None,
+) -> int:
     from seabattle.bots.play import play_match
     from seabattle.bots.strategies import make_strategy
 
     conn = conn or Conn(f"{host}:{port}")
-    say = Console(stderr=True).print if as_json else console.print
     async with open_client(conn, key=key, name=name) as client:
         say(f"connected as {client.player[:16]}...")
         wins = 0
@@ -303,12 +381,20 @@ async def _bot_server(
                 await match.wait_started()
             if match is None or match.rules is None:  # `start` sets the rules
                 raise click.ClickException(f"no opponent in {wait:g} s (--wait)")
-            res = await play_match(match, make_strategy(strategy), placement=placement)
+            res: BotResult
+            if engine is not None:
+                from seabattle.engine.bridge import play_engine_match
+
+                res = await play_engine_match(match, engine)
+            else:
+                res = await play_match(match, make_strategy(strategy), placement=placement)
             wins += bool(res.won)
             if as_json:
                 click.echo(json.dumps(_bot_json(res, client.player)))
             else:
                 say(f"match {res.match_id.hex()}: {_bot_line(res, client.player)}")
+                for fault in getattr(res, "faults", ()):
+                    say(f"  engine fault, {fault.line()}")
             if save and res.ended:
                 from .lobby import fetch_record
 
@@ -320,6 +406,8 @@ async def _bot_server(
 
 
 def _bot_json(res: BotResult, player: str) -> dict[str, Any]:
+    from seabattle.engine.bridge import EngineResult
+
     rating = (res.ratings or {}).get(player)
     return {
         "match": res.match_id.hex(),
@@ -331,6 +419,16 @@ def _bot_json(res: BotResult, player: str) -> dict[str, Any]:
         "games": res.result.get("games"),
         "rating": rating,  # {old, new}, or null for an unrated match
         "lies": [lie.detail for lie in res.lies],
+        **(
+            {
+                "engine": res.engine,
+                "faults": [
+                    {"game": f.game, "reason": f.reason, "detail": f.detail} for f in res.faults
+                ],
+            }
+            if isinstance(res, EngineResult)
+            else {}
+        ),
     }
 
 

@@ -25,18 +25,31 @@ from .common import (
     handshake_timeout,
     key_file_arg,
 )
+from .engine import engine_from_spec, engine_option_help
 from .play import LINE_OPTION, save_path
 
 if TYPE_CHECKING:
+    from seabattle.engine.base import Engine
+
     from .tui import GameUI
 
 __all__ = ["host_cmd", "join_cmd"]
 
 
-def _peer_player(bot_name: str | None, seed: int | None, ui: GameUI | None = None) -> Any:
+def _peer_player(
+    bot_name: str | None,
+    seed: int | None,
+    ui: GameUI | None = None,
+    engine: Engine | None = None,
+    seat: int = 0,
+) -> Any:
     from seabattle.bots.strategies import make_strategy
     from seabattle.client.peer import BotPlayer
 
+    if engine is not None:
+        from seabattle.engine.bridge import EnginePlayer
+
+        return EnginePlayer(engine, seat, random.Random(seed) if seed is not None else None)
     if bot_name is None:
         from seabattle.cli.human import ConsolePlayer
 
@@ -66,6 +79,16 @@ def _peer_reporter(
     return report
 
 
+def _one_player(bot_name: str | None, engine_spec: str | None) -> None:
+    if bot_name is not None and engine_spec is not None:
+        raise click.UsageError("give --bot or --engine, not both")
+
+
+def _human(bot_name: str | None, engine_spec: str | None) -> bool:
+    """Whether a person plays this side (neither a bot nor an engine)."""
+    return bot_name is None and engine_spec is None
+
+
 def _runner(bot_name: str | None, line: bool) -> Callable[[Callable[..., Any]], Any]:
     """How a peer command runs: a person at a terminal on the game screen, else ``trio.run``."""
     from seabattle.cli.tui import screen_wanted
@@ -78,7 +101,7 @@ def _runner(bot_name: str | None, line: bool) -> Callable[[Callable[..., Any]], 
     return screen
 
 
-def _finish_peer(result: Any, save: str | None) -> None:
+def _finish_peer(result: Any, save: str | None, player: Any = None) -> None:
     from seabattle.protocol.record import dump_record
 
     outcome = "won" if result.won else "drawn" if result.won is None else "lost"
@@ -88,6 +111,8 @@ def _finish_peer(result: Any, save: str | None) -> None:
         f"match {outcome}: {wins[seat]}-{wins[1 - seat]} in games, "
         f"{summary['games']} game(s) played; scores {summary['scores']}"
     )
+    for fault in getattr(player, "faults", ()):
+        console.print(f"engine fault, {fault.line()}: the game was resigned")
     status = "[green]verifies[/green]" if result.report.ok else f"[red]{result.report.reason}[/red]"
     console.print(f"record signed by both seats: {status}")
     if save:
@@ -140,6 +165,30 @@ _BOT = click.option(
     default=None,
     help="Let a bot strategy play this side.",
 )
+_ENGINE = click.option("--engine", "engine_spec", default=None, help=engine_option_help)
+_MOVE_TIME = click.option(
+    "--move-time",
+    default=5.0,
+    show_default=True,
+    type=click.FloatRange(0, min_open=True),
+    help="Seconds an --engine has for each answer; one that takes longer loses the game.",
+)
+
+
+async def _started(spec: str, move_time: float, say: Callable[[str], None]) -> Engine:
+    """The engine ``spec`` names, started; a failure to start is the command's error."""
+    from seabattle.engine.base import EngineFault
+
+    engine = engine_from_spec(spec, move_time=move_time)
+    try:
+        hello = await engine.start()
+    except EngineFault as e:
+        await engine.close()
+        raise click.ClickException(f"the engine did not start: {e}") from None
+    say(f"engine {hello.name}" + (f" by {hello.author}" if hello.author else ""))
+    return engine
+
+
 _KEY = click.option(
     "--key",
     default=None,
@@ -160,6 +209,8 @@ _SAVE = click.option(
 @click.option("--bind", default="127.0.0.1", show_default=True)
 @click.option("--rules", "rules_", default="classic", show_default=True, help="Preset or JSON.")
 @_BOT
+@_ENGINE
+@_MOVE_TIME
 @_KEY
 @_SAVE
 @click.option("--seed", default=None, type=int)
@@ -170,6 +221,8 @@ def host_cmd(
     bind: str,
     rules_: str,
     bot_name: str | None,
+    engine_spec: str | None,
+    move_time: float,
     key: str | None,
     save: str | None,
     seed: int | None,
@@ -180,10 +233,23 @@ def host_cmd(
     from seabattle.client.peer import host
 
     rules = _rules_arg(rules_)
+    _one_player(bot_name, engine_spec)
+    players: list[Any] = []
 
     async def run(ui: GameUI | None = None) -> Any:
-        player = _peer_player(bot_name, seed, ui)
         say = console.print if ui is None else ui.say
+        engine = None if engine_spec is None else await _started(engine_spec, move_time, say)
+        try:
+            player = _peer_player(bot_name, seed, ui, engine, seat=0)
+            players.append(player)
+            return await hosted(player, say)
+        finally:
+            if engine is not None:
+                if players:
+                    await players[0].flush()  # the last game_over
+                await engine.close()
+
+    async def hosted(player: Any, say: Callable[[str], None]) -> Any:
         async with trio.open_nursery() as nursery:
             box: list[Any] = []
 
@@ -195,7 +261,7 @@ def host_cmd(
                         port=port,
                         bind=bind,
                         key=key,
-                        on_event=_peer_reporter(verbose, bot_name is None, say),
+                        on_event=_peer_reporter(verbose, _human(bot_name, engine_spec), say),
                         task_status=task_status,
                     )
                 )
@@ -205,16 +271,18 @@ def host_cmd(
         return box[0]
 
     try:
-        result = _run_peer(run, "the joiner", _runner(bot_name, line))
+        result = _run_peer(run, "the joiner", _runner(bot_name or engine_spec, line))
     except OSError as e:
         # Before anyone joined: the port is taken, or --bind is no address of this machine.
         raise click.ClickException(f"cannot listen on {bind}:{port}: {e.strerror or e}") from None
-    _finish_peer(result, save)
+    _finish_peer(result, save, players[0] if players else None)
 
 
 @click.command("join")
 @click.argument("address", callback=address_arg)
 @_BOT
+@_ENGINE
+@_MOVE_TIME
 @_KEY
 @click.option("--name", default="peer", show_default=True)
 @_SAVE
@@ -225,6 +293,8 @@ def host_cmd(
 def join_cmd(
     address: str,
     bot_name: str | None,
+    engine_spec: str | None,
+    move_time: float,
     key: str | None,
     name: str,
     save: str | None,
@@ -235,6 +305,7 @@ def join_cmd(
     """Join a peer match hosted at ADDRESS (HOST:PORT)."""
     from seabattle.client.peer import join
 
+    _one_player(bot_name, engine_spec)
     h, p = _hostport(address)
     timeout = handshake_timeout()
     # Connected before the game screen comes up: an unreachable host is one line, not a screen
@@ -254,27 +325,35 @@ def join_cmd(
     async def connected(host: str, port: int) -> trio.abc.Stream:
         return trio.SocketStream(trio.socket.from_stdlib_socket(sock))
 
+    players: list[Any] = []
+
     async def run(ui: GameUI | None = None) -> Any:
-        player = _peer_player(bot_name, seed, ui)
-        reporter = _peer_reporter(
-            verbose, bot_name is None, console.print if ui is None else ui.say
-        )
-        return await join(
-            player,
-            h,
-            p,
-            key=key,
-            name=name,
-            on_event=reporter,
-            connect=connected,
-            handshake_timeout=timeout,
-        )
+        say = console.print if ui is None else ui.say
+        engine = None if engine_spec is None else await _started(engine_spec, move_time, say)
+        try:
+            player = _peer_player(bot_name, seed, ui, engine, seat=1)
+            players.append(player)
+            return await join(
+                player,
+                h,
+                p,
+                key=key,
+                name=name,
+                on_event=_peer_reporter(verbose, _human(bot_name, engine_spec), say),
+                connect=connected,
+                handshake_timeout=timeout,
+            )
+        finally:
+            if engine is not None:
+                if players:
+                    await players[0].flush()  # the last game_over
+                await engine.close()
 
     try:
-        result = _run_peer(run, "the host", _runner(bot_name, line), address)
+        result = _run_peer(run, "the host", _runner(bot_name or engine_spec, line), address)
     except OSError as e:
         failed = e.strerror or e
         raise click.ClickException(f"the connection to {address} failed: {failed}") from None
     finally:
         sock.close()
-    _finish_peer(result, save)
+    _finish_peer(result, save, players[0] if players else None)
