@@ -54,7 +54,7 @@ from seabattle.protocol.fleet import Fleet, IllegalFleet, random_fleet
 from seabattle.protocol.grid import Cell
 from seabattle.protocol.record import build_record, dump_signed, head_of_bytes, pack_built, sign_as
 from seabattle.protocol.referee import SEAT0, SEAT1, Referee, lot
-from seabattle.protocol.rules import RuleSet
+from seabattle.protocol.rules import PRESETS, RuleSet
 from seabattle.protocol.seat import Out, Seat
 from seabattle.protocol.seat_events import (
     GameEnded,
@@ -67,7 +67,7 @@ from seabattle.protocol.seat_events import (
 from seabattle.protocol.state import Board as BoardState
 from seabattle.protocol.state import Phase
 
-from .base import Engine, EngineFault, Move
+from .base import Engine, EngineFault, Hello, Move
 from .side import Side
 
 __all__ = [
@@ -510,7 +510,8 @@ class Arena:
         ]
         if self.records is not None:
             self.records.mkdir(parents=True, exist_ok=True)
-            (self.records / "referee.pub").write_text(_pub(self.key).hex() + "\n")
+            if self.server is None:  # a server signs with its own key
+                (self.records / "referee.pub").write_text(_pub(self.key).hex() + "\n")
 
     def board(self, number: int) -> Board:
         """Board ``number`` (drawn once, then kept)."""
@@ -625,5 +626,116 @@ async def _close(engine: Engine) -> None:
         await engine.close()
 
 
+class _Counted(Engine):
+    """An engine on a server match, as the arena watches it: the board's fleet for its seat when
+    it asks for a random one, and what each game came to (its shots, whether it won, why)."""
+
+    def __init__(self, inner: Engine, board: Board) -> None:
+        self.inner, self.board = inner, board
+        self.name = inner.name
+        self.seat = 0
+        self.shots: dict[int, int] = {}
+        self.ended: dict[int, tuple[bool | None, str]] = {}
+        self.game = 0
+
+    async def start(self) -> Hello:
+        return await self.inner.start()
+
+    async def new_game(self, rules: RuleSet, seat: int, game: int) -> None:
+        self.seat, self.game = seat, game
+        self.shots[game] = 0
+        await self.inner.new_game(rules, seat, game)
+
+    async def place(self, rules: RuleSet) -> Fleet | None:
+        fleet = await self.inner.place(rules)
+        return self.board.fleets[self.seat] if fleet is None else fleet
+
+    async def move(self, side: Side) -> Move:
+        return await self.inner.move(side)
+
+    async def told(self, event: ShotResult | IncomingShot) -> None:
+        if isinstance(event, ShotResult) and not event.radar:
+            self.shots[event.game] = self.shots.get(event.game, 0) + len(event.cells)
+        await self.inner.told(event)
+
+    async def game_over(self, won: bool | None, reason: str) -> None:
+        self.ended[self.game] = (won, reason)
+        await self.inner.game_over(won, reason)
+
+
+def _rules_map(rules: RuleSet) -> dict[str, Any]:
+    return {"preset": rules.name} if PRESETS.get(rules.name) == rules else rules.to_dict()
+
+
+def _display(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in name)[:32] or "engine"
+
+
 async def _on_server(arena: Arena, job: Scheduled, engines: tuple[Engine, Engine]) -> GameResult:
-    raise NotImplementedError
+    """Game ``job`` as a real match on the arena's server (see the module docstring)."""
+    from seabattle.client.api import connect
+    from seabattle.protocol.record import dump_record
+
+    from .bridge import play_engine_match
+
+    assert arena.server is not None
+    host, port = arena.server
+    b = arena.board(job.board)
+    watched = [_Counted(e, b) for e in engines]
+    names = [arena.names[i] for i in job.seats]
+    rng = _rng(arena.seed, "game", job.index)
+    results: list[Any] = [None, None]
+    async with (
+        connect(host, port, key=arena.keys[job.seats[0]], name=_display(names[0])) as c0,
+        connect(host, port, key=arena.keys[job.seats[1]], name=_display(names[1])) as c1,
+    ):
+        h0, invite = await c0.create(_rules_map(arena.rules), arena.mode, public=False)
+        assert invite is not None
+        h1 = await c1.join(invite)
+
+        async def play(k: int, handle: Any) -> None:
+            results[k] = await play_engine_match(handle, watched[k], rng=rng)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(play, 0, h0)
+            nursery.start_soon(play, 1, h1)
+        signed = await c0.get_record(h0.id)
+        # The players' co-signatures go beside the record as each arrives: a moment after.
+        for _ in range(40):
+            if len(signed.get("sigs", [])) >= 3:
+                break
+            await trio.sleep(0.05)
+            signed = await c0.get_record(h0.id)
+    # Who sat where is the server's to say: the creator is not always seat 0.
+    by_seat = sorted(range(2), key=lambda k: results[k].seat)
+    w = [watched[k] for k in by_seat]
+    seat_names = (names[by_seat[0]], names[by_seat[1]])
+    fault = None
+    for k in by_seat:
+        if results[k].faults:
+            f = results[k].faults[0]
+            fault = Fault(names[k], f.reason, f.detail)
+            break
+    won0 = results[by_seat[0]].won
+    winner = None if won0 is None else (0 if won0 else 1)
+    to_win: list[int] = []
+    for s in (0, 1):
+        for game, (won, reason) in sorted(w[s].ended.items()):
+            if won and reason == "fleet_sunk":
+                to_win.append(w[s].shots.get(game, 0))
+    name = None
+    if arena.records is not None:
+        seats = (job.seats[by_seat[0]], job.seats[by_seat[1]])
+        name = arena.record_name(Scheduled(job.index, job.board, seats))
+        (arena.records / name).write_bytes(dump_record(signed))
+    return GameResult(
+        index=job.index,
+        board=job.board,
+        engines=seat_names,
+        winner=winner,
+        reason=str(results[by_seat[0]].reason or ""),
+        shots=(sum(w[0].shots.values()), sum(w[1].shots.values())),
+        to_win=tuple(to_win),
+        fault=fault,
+        record=name,
+    )
