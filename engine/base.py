@@ -12,11 +12,12 @@ reason from :data:`FAULTS`: the shell then loses that game for it and goes on.
 from __future__ import annotations
 
 import abc
+import dataclasses
 from dataclasses import dataclass, field
 
 from seabattle.protocol.fleet import Fleet
 from seabattle.protocol.grid import Cell
-from seabattle.protocol.rules import RuleSet
+from seabattle.protocol.rules import PRESETS, RuleSet
 from seabattle.protocol.seat_events import IncomingShot, ShotResult
 
 from .side import Side
@@ -55,8 +56,20 @@ class Hello:
     rules: tuple[str, ...] = field(default=())
 
     def plays(self, rules: RuleSet) -> bool:
-        """Whether the engine said it plays ``rules`` (by preset name; no list: everything)."""
-        return not self.rules or rules.name in self.rules or "*" in self.rules
+        """Whether the engine said it plays ``rules`` (no list: everything). A name is the rule
+        set's own, or a preset's whose games ``rules`` plays: the same in every option but the
+        match format and the clocks (a best-of-3 ``russian`` is ``russian+custom``)."""
+        if not self.rules or rules.name in self.rules or "*" in self.rules:
+            return True
+        return any(_same_games(rules, name) for name in self.rules)
+
+
+def _same_games(rules: RuleSet, name: str) -> bool:
+    """Whether ``rules`` plays the games of the preset ``name`` (whatever its match and clocks)."""
+    p = PRESETS.get(name)
+    if p is None:
+        return False
+    return dataclasses.replace(rules, name=p.name, match=p.match, clocks=p.clocks) == p
 
 
 @dataclass(frozen=True, slots=True)
