@@ -22,6 +22,7 @@ import click
 from rich.table import Table
 from seabattle.protocol.rules import PRESETS, BadRules, preset
 
+from .arena import arena
 from .bot import _bot_server as _bot_server  # re-exported: tests drive it directly
 from .bot import bot
 from .checkout import NoCheckout, load_bench
@@ -111,6 +112,7 @@ for _command in (
     challenge_cmd,
     accept_cmd,
     decline_cmd,
+    arena,
 ):
     main.add_command(_command)
 

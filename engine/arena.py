@@ -569,7 +569,6 @@ class Arena:
         """Play game ``job`` with engines from ``pool`` (made and started as needed; closed
         and dropped after a fault)."""
         engines: list[Engine] = []
-        start_faults: list[tuple[int, EngineFault]] = []
         for seat, i in enumerate(job.seats):
             engine = pool.get(i)
             if engine is None:
@@ -580,11 +579,11 @@ class Arena:
                         plays = ", ".join(hello.rules)
                         raise EngineFault("wrong_rules", f"it plays {plays}, not {self.rules.name}")
                 except EngineFault as f:
-                    start_faults.append((seat, f))
                     await _close(engine)
+                    # One that cannot start would not start next time either: it loses its
+                    # games at once, the same way, rather than each after a start's timeout.
                     engine = _Failed(f)
-                else:
-                    pool[i] = engine
+                pool[i] = engine
             reseed = getattr(engine, "reseed", None)
             if reseed is not None:
                 reseed(self.game_seed(job, seat))
@@ -596,8 +595,9 @@ class Arena:
         if result.fault is not None:
             # The instance that failed may be dead or confused: the next game gets a fresh one.
             i = job.seats[result.engines.index(result.fault.engine)]
-            failed = pool.pop(i, None)
-            if failed is not None:
+            failed = pool.get(i)
+            if failed is not None and not isinstance(failed, _Failed):
+                del pool[i]
                 await _close(failed)
         return result
 
