@@ -85,6 +85,8 @@ class ProcessEngine(Engine):
         self._rules: RuleSet | None = None
         #: Set when the process must be started again before it plays on.
         self._broken = False
+        #: A notification's failure, raised at the next request of the game.
+        self._later: EngineFault | None = None
 
     # -- the Engine interface ------------------------------------------------------------------
 
@@ -176,18 +178,21 @@ class ProcessEngine(Engine):
             raise EngineFault("timeout", f"it read no input for {self.move_time:g} s")
 
     async def _notify(self, msg: dict[str, Any]) -> None:
-        """As :meth:`_tell`, but a failure only marks the process broken."""
+        """As :meth:`_tell`, but a failure is raised at the next request, not here."""
         if self._proc is None or self._broken:
             return
         try:
             await self._tell(msg)
-        except EngineFault:
-            self._broken = True
+        except EngineFault as e:
+            self._later = e
 
     async def _ask(
         self, msg: dict[str, Any], seconds: float, *, starting: bool = False
     ) -> dict[str, Any]:
         """Send a request and read its answer, both within ``seconds``."""
+        later, self._later = self._later, None
+        if later is not None and not starting:
+            raise later
         if self._proc is None or (self._broken and not starting):
             raise EngineFault("crashed", "it is not running: " + self._stderr_tail(default="gone"))
         line: bytes | None = None
