@@ -4,19 +4,22 @@ On a real server and in peer play."""
 
 from __future__ import annotations
 
+import json
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
-from helpers import peer_match, quick_pair
+import trio.testing
+from helpers import peer_match, quick_pair, start_server
 from seabattle.client.api import connect
 from seabattle.engine.base import Engine
 from seabattle.engine.bridge import EnginePlayer, EngineResult, play_engine_match
 from seabattle.engine.builtin import BuiltinEngine
 from seabattle.engine.process import ProcessEngine
-from seabattle.protocol.record import verify_record
+from seabattle.protocol.record import verify_bytes, verify_record
 from seabattle.protocol.rules import MatchFormat, preset
 
 FAULTY = str(Path(__file__).with_name("faulty_engine.py"))
@@ -131,3 +134,76 @@ async def test_in_peer_play_a_faulty_engine_resigns_that_game(
     outcomes = [g.outcome for g in report.games]
     assert outcomes[0] == {"winner": 1, "reason": "resigned", "detail": "seat 0 resigned"}
     assert all(o and o["reason"] == "fleet_sunk" for o in outcomes[1:])
+
+
+async def test_an_engine_plays_on_across_a_dropped_connection(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    # An invited match; the host's connection drops after its second verdict: the client gets
+    # back in, the bridge picks the game up from the snapshot, and the engine plays it out.
+    from seabattle.client.events import Resumed, ShotResult
+
+    async with trio.open_nursery() as servers:
+        addr, stop = await start_server(servers, tmp_path)
+        async with connect(*addr, name="host") as a, connect(*addr, name="guest") as b:
+            ha, invite = await a.create(BEST_OF_3, "blind")
+            assert invite is not None
+            hb = await b.join(invite)
+            seen: list[Any] = []
+            emit = ha._emit
+
+            def watch(ev: Any) -> None:
+                seen.append(ev)
+                if isinstance(ev, ShotResult) and sum(isinstance(e, ShotResult) for e in seen) == 2:
+                    n.start_soon(a.wire.stream.aclose)
+                emit(ev)
+
+            ha._emit = watch  # type: ignore[method-assign]
+            out: list[Any] = [None, None]
+
+            async def one(i: int, h: Any, engine: Engine) -> None:
+                out[i] = await play_engine_match(h, engine)
+
+            async with trio.open_nursery() as n:
+                n.start_soon(one, 0, ha, BuiltinEngine("hunt", seed=1))
+                n.start_soon(one, 1, hb, BuiltinEngine("hunt", seed=2))
+            record = await a.get_record(ha.id)
+        stop.set()
+    assert any(isinstance(e, Resumed) for e in seen)
+    assert not out[0].faults and not out[1].faults and out[0].won is not out[1].won
+    report = verify_record(record)
+    assert report.ok
+    assert all(g.outcome and g.outcome["reason"] == "fleet_sunk" for g in report.games)
+
+
+async def test_seabattle_bot_engine_plays_matches_and_prints_faults(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `seabattle bot --engine CMD --json`: one JSON object per match, the engine's faults in it.
+    from seabattle.cli.main import _bot_server
+
+    rules = preset("russian").replace(match=MatchFormat(games=3))
+    command = f"{sys.executable} {FAULTY} garbage --rules russian"
+    async with trio.open_nursery() as nursery:
+        addr, _ = await start_server(nursery, tmp_path)
+        async with trio.open_nursery() as bots:
+            bots.start_soon(
+                partial(
+                    _bot_server, *addr, "hunt", rules, "blind", 2, None, str(tmp_path), "e",
+                    as_json=True, engine=command, move_time=2.0,
+                )
+            )  # fmt: skip
+            bots.start_soon(
+                partial(_bot_server, *addr, "random", rules, "blind", 2, None, None, "r")
+            )
+        nursery.cancel_scope.cancel()
+    out = capsys.readouterr().out.splitlines()
+    rows = [json.loads(line) for line in out if line.startswith("{")]
+    assert len(rows) == 2 and all(r["engine"] == "faulty-garbage" for r in rows)
+    for r in rows:
+        assert [(f["game"], f["reason"]) for f in r["faults"]] == [(1, "garbage")]
+        assert "fire at will!" in r["faults"][0]["detail"]
+    saved = sorted(tmp_path.glob("*.sbr"))
+    assert len(saved) == 2
+    for path in saved:
+        assert verify_bytes(path.read_bytes()).ok
