@@ -14,7 +14,7 @@ from typing import Any
 
 from seabattle.protocol.fleet import Fleet
 from seabattle.protocol.grid import Cell
-from seabattle.protocol.rules import RuleSet
+from seabattle.protocol.rules import RuleSet, SunkReport
 from seabattle.protocol.seat_events import IncomingShot, MatchEvent, ShotResult, YourTurn
 from seabattle.protocol.targeting import CellState, TargetView, feed_view, view_from_snapshot
 from seabattle.protocol.verdict import SunkClaim, Verdict, radar_cells
@@ -129,13 +129,23 @@ class Side:
 
     def resume(self, view: dict[str, Any]) -> None:
         """Pick up again from a snapshot's view (spec 6.6) after a reconnect: whatever happened
-        while we were away is in its boards only, so the shots are rebuilt from them."""
+        while we were away is in its boards only, so the shots are rebuilt from them. The
+        sinkings this side saw itself keep what they showed (the snapshot names a ship sunk,
+        not the cell that sank it)."""
         boards = view.get("boards")
         if not isinstance(boards, list) or len(boards) != 2:
             return
         rules, cols = self.rules, self.rules.cols
         theirs, ours = boards[1 - self.seat], boards[self.seat]
+        seen = [
+            (c, r.sunk.ship)
+            for ev in self.shots
+            for c, r in zip(ev.cells, ev.verdict.results, strict=False)
+            if r.sunk is not None and r.sunk.opening is None
+        ]
         self.view = view_from_snapshot(rules, theirs)
+        for c, ship in seen:
+            self.view.sunk(c, ship)
         self.turn = None
 
         def cell(i: Any) -> Cell | None:
@@ -194,6 +204,9 @@ class Side:
     def afloat(self) -> list[int]:
         """The opponent's ships not known sunk, by number in the fleet (when sinkings are
         silent, a conservative set: only ships found whole are left out)."""
+        if self.rules.sunk is not SunkReport.SILENT:
+            gone = {int(s["ship"]) for s in self.sunk_json}
+            return [k for k in range(len(self.rules.fleet)) if k not in gone]
         index = {s.name: k for k, s in enumerate(self.rules.fleet)}
         return sorted(index[s.name] for s in self.view.remaining_ships())
 
@@ -213,7 +226,7 @@ class Side:
             "radar": radar,
             "grid": self.grid(),
             "shots": self.shots_json,
-            "sunk": self.sunk_json,
+            "sunk": sorted(self.sunk_json, key=lambda s: int(s["ship"])),
             "afloat": self.afloat(),
             "crossed": [c.label() for c in sorted(self.crossed, key=lambda c: c.index(cols))],
             "incoming": self.incoming_json,
