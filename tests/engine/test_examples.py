@@ -7,12 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from click.testing import CliRunner
 from helpers import peer_match, quick_pair
+from seabattle.cli.main import main
 from seabattle.client.api import MatchHandle, connect
 from seabattle.engine.base import Engine
 from seabattle.engine.bridge import EnginePlayer, EngineResult, play_engine_match
 from seabattle.engine.process import ProcessEngine
-from seabattle.protocol.record import verify_record
+from seabattle.protocol.record import dump_record, verify_record
 from seabattle.protocol.rules import MatchFormat, preset
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,8 +35,16 @@ async def both(pair: list[MatchHandle], engines: list[Engine]) -> list[EngineRes
     return out
 
 
+def seabattle_verifies(tmp_path: Path, record: dict[str, Any]) -> bool:
+    """``seabattle verify`` on the record saved to a file."""
+    path = tmp_path / "match.sbr"
+    path.write_bytes(dump_record(record))
+    r = CliRunner().invoke(main, ["verify", str(path)], catch_exceptions=False)
+    return r.exit_code == 0 and r.output.startswith("OK")
+
+
 async def test_node_and_awk_engines_play_a_verified_best_of_3_on_a_server(
-    server: tuple[str, int],
+    server: tuple[str, int], tmp_path: Path
 ) -> None:
     engines: list[Engine] = [ProcessEngine(NODE), ProcessEngine(AWK)]
     hellos = [await e.start() for e in engines]
@@ -54,9 +64,12 @@ async def test_node_and_awk_engines_play_a_verified_best_of_3_on_a_server(
     report = verify_record(record)
     assert report.ok, report.reason
     assert len(report.games) == ra.result["games"] >= 2
+    assert seabattle_verifies(tmp_path, record)
 
 
-async def test_node_and_awk_engines_play_a_verified_best_of_3_in_peer_play() -> None:
+async def test_node_and_awk_engines_play_a_verified_best_of_3_in_peer_play(
+    tmp_path: Path,
+) -> None:
     rules = preset("classic").replace(match=MatchFormat(games=3))
     engines = [ProcessEngine(NODE), ProcessEngine(AWK)]
     players = [EnginePlayer(engines[0], 0), EnginePlayer(engines[1], 1)]
@@ -68,6 +81,6 @@ async def test_node_and_awk_engines_play_a_verified_best_of_3_in_peer_play() -> 
     assert not players[0].faults and not players[1].faults
     assert hosted.report.ok and joined.report.ok, (hosted.report.reason, joined.report.reason)
     assert hosted.signed == joined.signed
-    assert verify_record(hosted.signed).ok
+    assert verify_record(hosted.signed).ok and seabattle_verifies(tmp_path, hosted.signed)
     assert hosted.won is not joined.won
     assert max(hosted.match.to_dict()["wins"]) == 2
