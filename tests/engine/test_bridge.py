@@ -41,7 +41,9 @@ def faulty(mode: str, *args: str) -> ProcessEngine:
     return ProcessEngine([sys.executable, FAULTY, mode, *args], move_time=0.5)
 
 
-async def server_match(addr: tuple[str, int], engines: list[Engine]) -> tuple[Any, ...]:
+async def server_match(
+    addr: tuple[str, int], engines: list[Engine], mode: str = "blind"
+) -> tuple[Any, ...]:
     """A best-of-3 russian match on the server between the two engines: both results and the
     signed record."""
     out: list[Any] = [None, None]
@@ -49,7 +51,7 @@ async def server_match(addr: tuple[str, int], engines: list[Engine]) -> tuple[An
         await e.start()
     try:
         async with connect(*addr, name="a") as a, connect(*addr, name="b") as b:
-            pair = await quick_pair(a, b, BEST_OF_3, "blind")
+            pair = await quick_pair(a, b, BEST_OF_3, mode)
 
             async def one(i: int) -> None:
                 out[i] = await play_engine_match(pair[i], engines[i])
@@ -101,8 +103,11 @@ async def test_an_engine_that_does_not_play_the_rules_resigns_every_game(
     ]
 
 
-async def test_two_engines_play_a_whole_match_without_faults(server: tuple[str, int]) -> None:
-    a, b, record = await server_match(server, [faulty("fine"), BuiltinEngine("hunt")])
+@pytest.mark.parametrize("mode", ["blind", "custody"])
+async def test_two_engines_play_a_whole_match_without_faults(
+    server: tuple[str, int], mode: str
+) -> None:
+    a, b, record = await server_match(server, [faulty("fine"), BuiltinEngine("hunt")], mode)
     assert not a.faults and not b.faults and a.won is not b.won
     assert verify_record(record).ok
 

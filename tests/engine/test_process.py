@@ -159,3 +159,21 @@ async def test_close_kills_a_hung_engine_and_its_children(tmp_path: Path) -> Non
     # The kill went to the whole session at once: the child is gone, or a zombie awaiting init.
     status = Path(f"/proc/{pid}/status")
     assert not status.exists() or "\nState:\tZ" in status.read_text()
+
+
+def test_an_engine_argument_names_a_builtin_a_url_or_a_command() -> None:
+    import click
+    from seabattle.cli.engine import engine_from_spec
+    from seabattle.engine.builtin import BuiltinEngine
+    from seabattle.engine.http import HttpEngine
+
+    assert isinstance(engine_from_spec("density", move_time=1), BuiltinEngine)
+    http = engine_from_spec("https://bots.example:8443/v1/", move_time=2)
+    assert isinstance(http, HttpEngine)
+    assert (http.host, http.port, http.path, http.tls) == ("bots.example", 8443, "/v1", True)
+    proc = engine_from_spec("node 'my engine.js' --depth 3", move_time=3)
+    assert isinstance(proc, ProcessEngine)
+    assert proc.argv == ["node", "my engine.js", "--depth", "3"] and proc.move_time == 3
+    for bad in ("", "   ", "node 'unclosed"):
+        with pytest.raises(click.BadParameter):
+            engine_from_spec(bad, move_time=1)
