@@ -79,9 +79,41 @@ def _peer_reporter(
     return report
 
 
-def _one_player(bot_name: str | None, engine_spec: str | None) -> None:
+def _one_player(bot_name: str | None, engine_spec: str | None, matches: int) -> None:
     if bot_name is not None and engine_spec is not None:
         raise click.UsageError("give --bot or --engine, not both")
+    if matches > 1 and bot_name is None and engine_spec is None:
+        raise click.UsageError("--matches is for a --bot or an --engine")
+
+
+async def _told(player: Any) -> None:
+    """An engine hears the end of the match's last game before anything else."""
+    flush = getattr(player, "flush", None)
+    if flush is not None:
+        await flush()
+
+
+def _numbered(save: str | None, i: int, n: int) -> str | None:
+    """Where match ``i`` (from 1) of ``n`` is saved: ``--save`` itself for one match, else
+    ``NAME-i.EXT``."""
+    if save is None or n == 1:
+        return save
+    path = Path(save)
+    return str(path.with_name(f"{path.stem}-{i}{path.suffix}"))
+
+
+def _finish_all(results: list[Any], save: str | None, players: list[Any]) -> None:
+    """Each match's end, in order (the exit status is 1 if a record does not verify)."""
+    failed = False
+    for i, (result, player) in enumerate(zip(results, players, strict=False), 1):
+        if len(results) > 1:
+            console.print(f"match {i} of {len(results)}:")
+        try:
+            _finish_peer(result, _numbered(save, i, len(results)), player)
+        except SystemExit:
+            failed = True
+    if failed:
+        sys.exit(1)
 
 
 def _human(bot_name: str | None, engine_spec: str | None) -> bool:
@@ -189,6 +221,13 @@ async def _started(spec: str, move_time: float, say: Callable[[str], None]) -> E
     return engine
 
 
+_MATCHES = click.option(
+    "--matches",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1),
+    help="With --bot or --engine: play this many matches in a row (--save FILE saves FILE-1...).",
+)
 _KEY = click.option(
     "--key",
     default=None,
@@ -211,6 +250,7 @@ _SAVE = click.option(
 @_BOT
 @_ENGINE
 @_MOVE_TIME
+@_MATCHES
 @_KEY
 @_SAVE
 @click.option("--seed", default=None, type=int)
@@ -223,33 +263,39 @@ def host_cmd(
     bot_name: str | None,
     engine_spec: str | None,
     move_time: float,
+    matches: int,
     key: str | None,
     save: str | None,
     seed: int | None,
     verbose: bool,
     line: bool,
 ) -> None:
-    """Host a peer match (no server): wait for one joiner and play."""
+    """Host a peer match (no server): wait for one joiner and play (--matches: again, on the
+    same port)."""
     from seabattle.client.peer import host
 
     rules = _rules_arg(rules_)
-    _one_player(bot_name, engine_spec)
+    _one_player(bot_name, engine_spec, matches)
     players: list[Any] = []
 
     async def run(ui: GameUI | None = None) -> Any:
         say = console.print if ui is None else ui.say
         engine = None if engine_spec is None else await _started(engine_spec, move_time, say)
+        results = []
+        bound = port
         try:
-            player = _peer_player(bot_name, seed, ui, engine, seat=0)
-            players.append(player)
-            return await hosted(player, say)
+            for _ in range(matches):
+                player = _peer_player(bot_name, seed, ui, engine, seat=0)
+                players.append(player)
+                result, bound = await hosted(player, say, bound)
+                results.append(result)
+                await _told(player)
         finally:
             if engine is not None:
-                if players:
-                    await players[0].flush()  # the last game_over
                 await engine.close()
+        return results
 
-    async def hosted(player: Any, say: Callable[[str], None]) -> Any:
+    async def hosted(player: Any, say: Callable[[str], None], at: int) -> tuple[Any, int]:
         async with trio.open_nursery() as nursery:
             box: list[Any] = []
 
@@ -258,7 +304,7 @@ def host_cmd(
                     await host(
                         player,
                         rules=rules,
-                        port=port,
+                        port=at,
                         bind=bind,
                         key=key,
                         on_event=_peer_reporter(verbose, _human(bot_name, engine_spec), say),
@@ -268,14 +314,14 @@ def host_cmd(
 
             addr = await nursery.start(serve)
             say(f"hosting {rules.name} on {addr[0]}:{addr[1]}; waiting for a joiner")
-        return box[0]
+        return box[0], addr[1]
 
     try:
-        result = _run_peer(run, "the joiner", _runner(bot_name or engine_spec, line))
+        results = _run_peer(run, "the joiner", _runner(bot_name or engine_spec, line))
     except OSError as e:
         # Before anyone joined: the port is taken, or --bind is no address of this machine.
         raise click.ClickException(f"cannot listen on {bind}:{port}: {e.strerror or e}") from None
-    _finish_peer(result, save, players[0] if players else None)
+    _finish_all(results, save, players)
 
 
 @click.command("join")
@@ -283,6 +329,7 @@ def host_cmd(
 @_BOT
 @_ENGINE
 @_MOVE_TIME
+@_MATCHES
 @_KEY
 @click.option("--name", default="peer", show_default=True)
 @_SAVE
@@ -295,6 +342,7 @@ def join_cmd(
     bot_name: str | None,
     engine_spec: str | None,
     move_time: float,
+    matches: int,
     key: str | None,
     name: str,
     save: str | None,
@@ -302,10 +350,10 @@ def join_cmd(
     verbose: bool,
     line: bool,
 ) -> None:
-    """Join a peer match hosted at ADDRESS (HOST:PORT)."""
+    """Join a peer match hosted at ADDRESS (HOST:PORT) (--matches: that many in a row)."""
     from seabattle.client.peer import join
 
-    _one_player(bot_name, engine_spec)
+    _one_player(bot_name, engine_spec, matches)
     h, p = _hostport(address)
     timeout = handshake_timeout()
     # Connected before the game screen comes up: an unreachable host is one line, not a screen
@@ -327,33 +375,47 @@ def join_cmd(
 
     players: list[Any] = []
 
+    async def again(host: str, port: int) -> trio.abc.Stream:
+        # The next match of a series: the host listens again once its last match is over,
+        # which may be a moment after ours.
+        with trio.move_on_after(timeout):
+            while True:
+                try:
+                    return await trio.open_tcp_stream(host, port)
+                except OSError:
+                    await trio.sleep(0.05)
+        raise click.ClickException(f"{address} did not host match {len(players)} in {timeout:g} s")
+
     async def run(ui: GameUI | None = None) -> Any:
         say = console.print if ui is None else ui.say
         engine = None if engine_spec is None else await _started(engine_spec, move_time, say)
+        results = []
         try:
-            player = _peer_player(bot_name, seed, ui, engine, seat=1)
-            players.append(player)
-            return await join(
-                player,
-                h,
-                p,
-                key=key,
-                name=name,
-                on_event=_peer_reporter(verbose, _human(bot_name, engine_spec), say),
-                connect=connected,
-                handshake_timeout=timeout,
-            )
+            for i in range(matches):
+                player = _peer_player(bot_name, seed, ui, engine, seat=1)
+                players.append(player)
+                result = await join(
+                    player,
+                    h,
+                    p,
+                    key=key,
+                    name=name,
+                    on_event=_peer_reporter(verbose, _human(bot_name, engine_spec), say),
+                    connect=connected if i == 0 else again,
+                    handshake_timeout=timeout,
+                )
+                results.append(result)
+                await _told(player)
         finally:
             if engine is not None:
-                if players:
-                    await players[0].flush()  # the last game_over
                 await engine.close()
+        return results
 
     try:
-        result = _run_peer(run, "the host", _runner(bot_name or engine_spec, line), address)
+        results = _run_peer(run, "the host", _runner(bot_name or engine_spec, line), address)
     except OSError as e:
         failed = e.strerror or e
         raise click.ClickException(f"the connection to {address} failed: {failed}") from None
     finally:
         sock.close()
-    _finish_peer(result, save, players[0] if players else None)
+    _finish_all(results, save, players)

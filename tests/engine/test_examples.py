@@ -3,6 +3,9 @@ matches through the bridge: on a real server and in peer play."""
 
 from __future__ import annotations
 
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -84,3 +87,33 @@ async def test_node_and_awk_engines_play_a_verified_best_of_3_in_peer_play(
     assert verify_record(hosted.signed).ok and seabattle_verifies(tmp_path, hosted.signed)
     assert hosted.won is not joined.won
     assert max(hosted.match.to_dict()["wins"]) == 2
+
+
+def test_host_and_join_engines_play_matches_in_a_row_as_processes(tmp_path: Path) -> None:
+    # seabattle host/join --engine --matches 2, each a process of its own, the engines too.
+    cli = [sys.executable, "-c", "from seabattle.cli.main import main; main()"]
+    js, awk = "node " + shlex.quote(NODE[1]), "sh " + shlex.quote(AWK[1])
+    host = subprocess.Popen(
+        [*cli, "host", "--rules", "russian", "--engine", js, "--matches", "2",
+         "--save", str(tmp_path / "m.sbr")],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        assert host.stdout is not None
+        lines = [host.stdout.readline(), host.stdout.readline()]
+        assert lines[0].startswith("engine hunt.js by seabattle examples"), lines
+        address = lines[1].split(" on ")[1].split(";")[0]
+        joined = subprocess.run(
+            [*cli, "join", address, "--engine", awk, "--matches", "2"],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        out, _ = host.communicate(timeout=60)
+    finally:
+        host.kill()
+    assert joined.returncode == 0, joined.stdout + joined.stderr
+    assert host.returncode == 0, out
+    assert joined.stdout.count("record signed by both seats: verifies") == 2
+    records = sorted(tmp_path.glob("m-*.sbr"))
+    assert [p.name for p in records] == ["m-1.sbr", "m-2.sbr"]
+    r = CliRunner().invoke(main, ["verify", *map(str, records)], catch_exceptions=False)
+    assert r.exit_code == 0 and r.output.count("OK ") == 2, r.output
