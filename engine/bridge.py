@@ -32,7 +32,7 @@ from seabattle.client.events import (
 from seabattle.client.match import MatchHandle
 from seabattle.client.peer import Move as PeerMove
 from seabattle.client.peer import Player
-from seabattle.protocol.errors import ProtocolError
+from seabattle.protocol.errors import ErrorCode, ProtocolError
 from seabattle.protocol.fleet import Fleet, random_fleet
 from seabattle.protocol.game import Game
 from seabattle.protocol.grid import Cell
@@ -43,6 +43,20 @@ from .base import Engine, EngineFault, Move
 from .side import Side
 
 __all__ = ["EnginePlayer", "EngineResult", "Fault", "play_engine_match"]
+
+#: The referee's refusals that say a call broke the rules (the others, ``NOT_YOUR_TURN``,
+#: ``WRONG_PHASE``, ``GAME_OVER``, say the game moved on while the engine thought).
+_ILLEGAL = frozenset(
+    {
+        ErrorCode.OFF_BOARD,
+        ErrorCode.ALREADY_FIRED,
+        ErrorCode.CROSSED_OUT,
+        ErrorCode.WRONG_SALVO_SIZE,
+        ErrorCode.DUPLICATE_IN_SALVO,
+        ErrorCode.RADAR_USED,
+        ErrorCode.RADAR_NOT_ALLOWED,
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +144,8 @@ async def play_engine_match(
         except EngineFault as e:
             await fault(turn.game, e)
             return
+        if match.game_no != turn.game:
+            return  # the game ended while the engine thought (a resignation, the clock)
         moved = True
         if move.radar is not None:
             await match.radar(move.radar)
@@ -149,7 +165,7 @@ async def play_engine_match(
                 if dead != ev.game:
                     await ask(ev)
         elif isinstance(ev, Refused):
-            if moved and dead != side.game:
+            if moved and dead != side.game and ev.code in _ILLEGAL:
                 # The referee refused what the rules (as this side knows them) allowed: the
                 # engine would only be asked the same again.
                 moved = False
