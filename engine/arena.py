@@ -16,15 +16,22 @@ pairing is still the board's.
 
 By default a game is a match on an embedded referee: the pure :class:`~seabattle.protocol.referee.
 Referee` and a pure :class:`~seabattle.protocol.seat.Seat` for each engine, wired in memory (no
-sockets, no encoding: as ``tests/core/test_seat_pair.py`` does), in blind mode, so each seat
-commits, answers with proofs, checks every proof of the other's in its mirror, checks the record
-and co-signs it. The record is signed by the arena's referee key and saved with both
-co-signatures: ``seabattle verify --referee-key`` (the key is in ``referee.pub`` beside the
-records) checks it as a server's. With a ``server`` (host, port), every game is a real match on
-that server instead: the seat-0 engine's client creates a private match and the other's joins it
-by invitation, each engine behind the client library's match handle; the server signs and
-stores the record, and the arena saves it as the server gives it. Through a server the lot is the
-server's own, so the two games of a pair may have the same engine fire first.
+sockets, no encoding: as ``tests/core/test_seat_pair.py`` does), in blind mode: each seat
+commits, answers with proofs, which the referee checks, and co-signs the record. The seats trust
+the referee they share a process with (``checking`` off, as the load generator's seats): they
+keep no mirror and do not check the record before co-signing it, which would only check the
+arena's referee against itself and costs as much again as the rest of the seat's work; the
+crossed-out cells a mirror would have told the engine are read off the referee's board instead
+(``checking=True`` keeps the mirrors: the engines are told the same). The record is signed by
+the arena's referee key and saved with both co-signatures: ``seabattle verify --referee-key``
+(the key is in ``referee.pub`` beside the records) checks the whole game, as for a server's.
+
+With a ``server`` (host, port), every game is a real match on that server instead: the seat-0
+engine's client creates a private match and the other's joins it by invitation, each engine
+behind the bridge (:func:`~.bridge.play_engine_match`: the seats there keep their mirrors and
+check everything); the server signs and stores the record, and the arena saves it as the server
+gives it, with the co-signatures. Through a server the lot is the server's own, so the two games
+of a pair may have the same engine fire first.
 
 An engine that fails (:class:`~.base.EngineFault`: it crashed, hung past its move time, wrote
 garbage, named an illegal cell or fleet, or does not play the rules) resigns that game through
