@@ -11,7 +11,9 @@ engine (``random``, the built-in that reads only the cells still unknown):
 2. *the in-process arena* (``seabattle arena``'s default): two ``random`` engines on the pure
    referee and two pure seats in memory, wall time for the games, records signed and co-signed
    (not written: the disk is not the arena's cost), with trusting seats (the default) and
-   with checking seats (a mirror that checks every proof, the record checked before co-signing);
+   with checking seats (a mirror that checks every proof, the record checked before co-signing),
+   and with 8 games at once (trio tasks: the engines here never wait, so this is the cost of
+   interleaving);
 3. *the arena through a local server* (``--server``): a ``seabattle serve`` process on this
    machine (SQLite in a temporary folder), every game a real match between two clients, at
    concurrency 1 and 8.
@@ -148,11 +150,12 @@ def _serve_process(folder: Path) -> tuple[subprocess.Popen[str], tuple[str, int]
 def main(rules: str, mode: str, games: int, server_games: int, runs: int, as_json: bool) -> None:
     """Games per second: the pure referee alone, the in-process arena, the arena on a server."""
     report: dict[str, Any] = {"machine": machine(), "rules": rules, "mode": mode}
-    ref, trusting, checking = [], [], []
+    ref, trusting, checking, c8 = [], [], [], []
     for _ in range(runs):  # interleaved, so that a change of load hits every figure alike
         ref.append(referee_alone(rules, mode, games))
         trusting.append(arena_games(rules, mode, games))
         checking.append(arena_games(rules, mode, games, checking=True))
+        c8.append(arena_games(rules, mode, games, concurrency=8))
     with tempfile.TemporaryDirectory() as tmp:
         proc, addr = _serve_process(Path(tmp))
         try:
@@ -171,6 +174,7 @@ def main(rules: str, mode: str, games: int, server_games: int, runs: int, as_jso
     report["referee"] = med(ref)
     report["arena"] = med(trusting)
     report["arena_checking"] = med(checking)
+    report["arena_c8"] = med(c8)
     report["server_c1"] = med(server1)
     report["server_c8"] = med(server8)
     report["ratio"] = report["referee"]["games_per_s"] / report["arena"]["games_per_s"]
@@ -187,6 +191,7 @@ def main(rules: str, mode: str, games: int, server_games: int, runs: int, as_jso
     for key, label in (
         ("arena", "arena, in process"),
         ("arena_checking", "  checking seats"),
+        ("arena_c8", "  8 at once"),
         ("server_c1", "arena, server c=1"),
         ("server_c8", "arena, server c=8"),
     ):

@@ -297,7 +297,9 @@ def arena(
     def done(r: GameResult) -> None:
         nonlocal llr
         results.append(r)
-        if test is not None:
+        # Once decided, the test stands as it was then: games still running finish and count
+        # in the table, not in the LLR (fastchess stops there too).
+        if test is not None and test.decide(llr) is None:
             score = r.score(r.engines.index(names[0]))
             if r.board in halves:
                 pair_scores.append(halves.pop(r.board) + score)
