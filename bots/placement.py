@@ -164,7 +164,7 @@ def _prior(rules: RuleSet) -> tuple[float, ...]:
 
     from .posterior import Sampler  # posterior imports nothing of this module
 
-    sampler, view, rng = Sampler(), TargetView(rules), random.Random(0)
+    sampler, view, rng = Sampler("chain"), TargetView(rules), random.Random(0)
     sampler.min_sweeps = sampler.max_sweeps = _PRIOR_SWEEPS
     est = sampler.estimate(view, rng)
     if est is None:  # no fleet found within the search budget: every cell alike

@@ -30,6 +30,7 @@ candidate tests, never a time: the same seed replays the same game.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import random
 from collections.abc import Sequence
@@ -140,6 +141,45 @@ class _Slot:
         return self._by_cell.get(bit, [])
 
 
+class _Spec(NamedTuple):
+    """A slot as :meth:`Sampler._draws` reads it: its first cells along a row and a column, the
+    shifts that test a ship's further cells, its candidates, and its sums a byte at a time."""
+
+    slot: _Slot
+    row: int
+    col: int
+    shift_row: tuple[int, ...]
+    shift_col: tuple[int, ...]
+    cands: tuple[_Lay, ...]
+    ncands: int
+    rows: list[float]
+    cols: list[float]
+
+
+def _count(spec: _Spec, free: int) -> int:
+    """How many of the slot's candidates lie wholly on ``free`` cells."""
+    row = spec.row & free
+    for k in spec.shift_row:
+        row &= free >> k
+    col = spec.col & free
+    if col:
+        for k in spec.shift_col:
+            col &= free >> k
+    return row.bit_count() + col.bit_count()
+
+
+@dataclass(slots=True)
+class _Generation:
+    """The draws of one call, carried to later ones (see :meth:`Sampler._carry`): each draw's
+    cells, its ships' cells and its weight; and, by position index, the weight of the draws that
+    hold each position, with the sum of the weights and of their squares."""
+
+    parts: list[tuple[int, tuple[_Lay, ...], float]]
+    acc: list[float]
+    total: float = 0.0
+    square: float = 0.0
+
+
 class Model:
     """The constraints a view puts on the ships not located yet (see the module docstring)."""
 
@@ -216,6 +256,49 @@ class Model:
         return all(union & a for a in self.radar)
 
 
+@functools.lru_cache(maxsize=16)
+def _empty_board(key: tuple[int, int, bool, tuple[int, ...], bool]) -> tuple[float, ...]:
+    """Each cell's chance of a ship before any shot, for a board and fleet (``key``, see
+    :meth:`Sampler._board_key`): many more draws than a move makes, from a fixed seed, once."""
+    from seabattle.protocol.rules import ShipSpec
+
+    rows, cols, touching, lengths, announced = key
+    rules = RuleSet(
+        name="empty",
+        rows=rows,
+        cols=cols,
+        fleet=tuple(ShipSpec(f"S{i}", n) for i, n in enumerate(lengths)),
+        touching=touching,
+        sunk=SunkReport.NAMED if announced else SunkReport.SILENT,
+    )
+    sampler = Sampler("draws")
+    sampler.min_draws = sampler.max_draws = _EMPTY_BOARD_DRAWS
+    sampler.draws_per_ship2 = _EMPTY_BOARD_DRAWS
+    model = Model(TargetView(rules))
+    drawn = sampler._draws(model, random.Random(0))
+    if drawn is None:  # no fleet at all: no cell holds a ship
+        return (0.0,) * (rows * cols)
+    est = sampler._combine(model, [], *drawn)
+
+    # The board's symmetries leave the uniform fleet alone: their mean is as exact, and less noisy.
+    def image(r: int, c: int, k: int) -> tuple[int, int]:
+        # The k-th symmetry: bit 0 flips the rows, bit 1 the columns, bit 2 transposes.
+        if k & 4:
+            r, c = c, r
+        return (rows - 1 - r if k & 1 else r), (cols - 1 - c if k & 2 else c)
+
+    maps = range(8 if rows == cols else 4)
+    marg = est.marginals
+    out = []
+    for i in range(rows * cols):
+        r, c = divmod(i, cols)
+        out.append(sum(marg[a * cols + b] for a, b in (image(r, c, k) for k in maps)) / len(maps))
+    return tuple(out)
+
+
+_EMPTY_BOARD_DRAWS = 6_000  # ten ships: about 0.3 s, once a rule set a process
+
+
 class Estimate(NamedTuple):
     """What the samples say: each cell's probability of being a ship cell (index order), and the
     sampled fleets' cells (sampled ships and located sunk ones), one mask a sweep."""
@@ -242,8 +325,36 @@ class Sampler:
     burn_in = 4  # sweeps after a repair before the estimate counts
     dfs_budget = 20_000  # positions tried per repair before a fresh start
 
-    def __init__(self) -> None:
+    #: independent draws (see :meth:`_draws`): the least and the most a call makes, and the
+    #: effective sample size (of their weights) it stops at once the least is made
+    min_draws, max_draws, target_ess = 64, 2_000, 1_500.0
+    #: the draws a call may make are this many times the square of the ships left to draw: a
+    #: draw costs about one ship step per ship, so a move's time goes with the cube of the ships,
+    #: most on the first moves (ten ships: 1,200 draws, some 40 ms) and a few milliseconds once
+    #: half the fleet is found
+    draws_per_ship2 = 12
+    #: the draws a call may make however few ships are left (each costs little then)
+    draws_floor = 600
+    #: the lengths of ships a draw Rao-Blackwellises where they cover no hit (see
+    #: :meth:`_draws`); a boat's share of its free cells costs about what it saves, measured
+    rb_lengths: frozenset[int] | set[int] = frozenset()
+    #: the most earlier draws carried from call to call (see :meth:`_carry`)
+    pool_size = 8_000
+    #: ways of covering the unresolved hits past which a call falls back to the chain
+    max_coverings = 4_000
+
+    def __init__(self, method: str = "auto") -> None:
+        if method not in ("auto", "chain", "draws"):
+            raise ValueError(f"no sampling method {method!r}: auto, chain or draws")
+        #: ``chain``: the Gibbs chain carried from call to call; ``draws``: independent weighted
+        #: draws (:meth:`_draws`), the chain only where they cannot model the facts (salvo totals,
+        #: radar areas) or the hits have too many coverings; ``auto``: the same as ``draws``
+        self.method = method
         self._state: dict[object, _Lay] = {}
+        self._pool: list[_Generation] = []  # the draws of earlier calls (see :meth:`_carry`)
+        self._pool_hits = 0  # the hits and sunk cells the pool was last filtered by
+        #: the effective sample size of the last call's draws (0 when the chain answered)
+        self.last_ess = 0.0
 
     def estimate(self, view: TargetView, rng: random.Random) -> Estimate | None:
         """Cell probabilities under the uniform prior given the view, or ``None`` when the chain
@@ -251,6 +362,17 @@ class Sampler:
         model = Model(view)
         if not model.usable:
             return None
+        self.last_ess = 0.0
+        if self.method != "chain" and not (model.groups or model.radar or view.rules.radar):
+            if model.unknown == model.table.full and len(model.slots) == len(view.rules.fleet):
+                # Nothing fired yet: the uniform fleet's own cell chances, drawn once a rule set.
+                self._pool, self._pool_hits = [], 0
+                return Estimate(list(_empty_board(self._board_key(model))), [])
+            pool = self._carry(view)
+            pool_ess = sum(g.total * g.total / g.square for g in pool)
+            drawn = self._draws(model, rng, pool_ess)
+            if drawn is not None:
+                return self._combine(model, pool, *drawn)
         slots = model.slots
         resumed = self._resume(model, rng)
         if resumed is None:
@@ -292,6 +414,349 @@ class Sampler:
         total = sum(len(s.cands) for s in model.slots) or 1
         floor = self.min_sweeps if model.rules.touching else self.min_sweeps_apart
         return max(floor, min(self.max_sweeps, self.work // total))
+
+    # -- independent draws -----------------------------------------------------------------------
+
+    def _combine(
+        self,
+        model: Model,
+        pool: list[_Generation],
+        acc: list[float],
+        total: float,
+        square: float,
+        gen: _Generation,
+    ) -> Estimate:
+        # Each generation's own weighted mean, the generations weighed by their effective sample
+        # sizes: the new draws by their Rao-Blackwellised shares, the carried ones by the
+        # positions of their ships.
+        scale = total / square
+        out = [a * scale for a in acc]
+        norm = total * scale
+        ess = total * scale
+        for g in pool:
+            k = g.total / g.square
+            for idx, a in enumerate(g.acc):
+                if a:
+                    out[idx] += a * k
+            norm += g.total * k
+            ess += g.total * k
+        self.last_ess = ess
+        self._pool.append(gen)
+        while sum(len(g.parts) for g in self._pool) > self.pool_size:
+            self._pool.pop(0)
+        marg = [0.0] * model.rules.cells
+        cells = model.table.cells
+        for idx, a in enumerate(out):
+            if a:
+                for i in cells[idx]:
+                    marg[i] += a
+        unknown = model.unknown
+        for i in range(len(marg)):
+            marg[i] = max(marg[i] / norm, 0.0) if unknown >> i & 1 else 0.0
+        return Estimate(marg, [])
+
+    @staticmethod
+    def _board_key(model: Model) -> tuple[int, int, bool, tuple[int, ...], bool]:
+        rules = model.rules
+        lengths = tuple(s.length for s in rules.fleet)
+        return rules.rows, rules.cols, rules.touching, lengths, rules.sunk is not SunkReport.SILENT
+
+    def _coverings(self, model: Model) -> list[tuple[list[tuple[int, _Lay]], int, int, int]] | None:
+        """Every way of covering the unresolved hits with ships, each hit by exactly one: the
+        ships' positions (by slot), the cells they cover, the cells they forbid to the others,
+        and how many labelled ways it stands for. Ships of one length with the same candidates
+        are told apart only by their names, so a way takes the first unused one of them and
+        counts the others it could have taken. ``None``: more than :attr:`max_coverings`."""
+        slots = model.slots
+        required = model.required
+        apart = not model.rules.touching
+        classes: dict[tuple[int, frozenset[int]], list[int]] = {}
+        for i, s in enumerate(slots):
+            classes.setdefault((s.length, s.ok), []).append(i)
+        groups = list(classes.values())
+        out: list[tuple[list[tuple[int, _Lay]], int, int, int]] = []
+        used = [0] * len(groups)
+        chosen: list[tuple[int, _Lay]] = []
+
+        def cover(left: int, union: int, forbid: int, mult: int) -> bool:
+            if not left:
+                out.append((list(chosen), union, forbid, mult))
+                return len(out) <= self.max_coverings
+            bit = left & -left
+            for g, members in enumerate(groups):
+                if used[g] == len(members):
+                    continue
+                i = members[used[g]]
+                for x in slots[i].covering(bit):
+                    if x[0] & forbid:
+                        continue
+                    # Beside a hit it does not cover: that hit's own ship would touch it.
+                    if apart and x[1] & ~x[0] & required:
+                        continue
+                    used[g] += 1
+                    chosen.append((i, x))
+                    ok = cover(
+                        left & ~x[0],
+                        union | x[0],
+                        forbid | x[1],
+                        mult * (len(members) - used[g] + 1),
+                    )
+                    chosen.pop()
+                    used[g] -= 1
+                    if not ok:
+                        return False
+            return True
+
+        if not cover(required, 0, 0, 1):
+            return None
+        return out
+
+    def _draws(
+        self, model: Model, rng: random.Random, pool_ess: float = 0.0
+    ) -> tuple[list[float], float, float, _Generation] | None:
+        """Independent fleets, weighed so that their weighted mean is the uniform posterior's,
+        and each Rao-Blackwellised: what a draw adds to the estimate is, for every ship, the
+        share of its positions beside the other ships of the draw that hold each cell.
+
+        A draw picks a way of covering the unresolved hits (:meth:`_coverings`) in proportion to
+        the product, over the other ships, of their positions beside it; then puts those ships
+        down one at a time (the longest first), each uniformly among its positions beside the
+        ships already down. Its weight is the product of the shares of positions each ship found
+        left (its positions beside the ships before it, over those beside the way alone): 1 when
+        no ship was in another's way, which makes this the issue's rejection sampler with the
+        rejection replaced by its probability. Draws continue until the weights' effective
+        sample size reaches :attr:`target_ess`, within :attr:`min_draws` to :attr:`max_draws`:
+        a fixed rule, so a seed replays. ``None``: too many coverings.
+        """
+        ways = self._coverings(model)
+        if not ways:
+            return None
+        slots = model.slots
+        n = len(slots)
+        table = model.table
+        full, nbytes, cols = table.full, table.nbytes, model.rules.cols
+        # What the draws add up, a byte of first cells at a time (see :meth:`_rao_blackwell`),
+        # and for the positions of ships covering hits, one position at a time.
+        by_byte: dict[int, tuple[list[float], list[float]]] = {
+            length: ([0.0] * (nbytes << 8), [0.0] * (nbytes << 8)) for length in table.starts
+        }
+        specs = [
+            _Spec(
+                s,
+                s.row_starts,
+                s.col_starts,
+                tuple(range(1, s.length)),
+                tuple(k * cols for k in range(1, s.length)),
+                s.cands,
+                len(s.cands),
+                *by_byte[s.length],
+            )
+            for s in slots
+        ]
+        plans: list[tuple[list[_Lay], int, list[tuple[_Spec, int]], list[_Spec]]] = []
+        cum: list[float] = []
+        total = 0.0
+        for chosen, _union, forbid, mult in ways:
+            taken = {i for i, _ in chosen}
+            rest = sorted((i for i in range(n) if i not in taken), key=lambda i: -slots[i].length)
+            weight = float(mult)
+            counts: list[tuple[_Spec, int]] = []
+            for i in rest:
+                c = _count(specs[i], full & ~forbid)
+                weight *= c
+                counts.append((specs[i], c))
+            if weight > 0.0:
+                total += weight
+                cum.append(total)
+                order = [specs[i] for i, _ in chosen] + [spec for spec, _ in counts]
+                plans.append(([x for _, x in chosen], forbid, counts, order))
+        if not plans:
+            return None
+        acc = [0.0] * len(table.cells)
+        wsum = wsq = 0.0
+        draws = 0
+        ess_goal, least = self.target_ess - pool_ess, self.min_draws
+        gen = _Generation([], [0.0] * len(table.cells))
+        parts, gen_acc, fixed = gen.parts, gen.acc, model.fixed
+        most = max(least, min(self.max_draws, max(self.draws_floor, self.draws_per_ship2 * n * n)))
+        single = plans[0] if len(plans) == 1 else None
+        rnd = rng.random
+        required = model.required
+        rb_lengths = self.rb_lengths
+        # With nothing to Rao-Blackwellise, a draw adds its own ships' positions, as carried
+        # draws do (``gen.acc``).
+        plain = not rb_lengths and not required
+        while draws < most:
+            draws += 1
+            if single is None:
+                placed, forbid, counts, order = plans[bisect.bisect_right(cum, rnd() * total)]
+            else:
+                placed, forbid, counts, order = single
+            lays = list(placed)
+            w = 1.0
+            for spec, c in counts:
+                free = full & ~forbid
+                row = spec.row & free
+                for sh in spec.shift_row:
+                    row &= free >> sh
+                col = spec.col & free
+                if col:
+                    for sh in spec.shift_col:
+                        col &= free >> sh
+                k = row.bit_count() + col.bit_count()
+                if not k:
+                    w = 0.0
+                    break
+                w *= k / c
+                # Uniform among the positions clear of the others: a candidate at random until
+                # one is clear (about c / k tries; the count itself was exact).
+                cands, nc = spec.cands, spec.ncands
+                x = cands[int(rnd() * nc)]
+                while x[0] & forbid:
+                    x = cands[int(rnd() * nc)]
+                lays.append(x)
+                forbid |= x[1]
+            if not w:
+                continue
+            union = fixed
+            for x in lays:
+                union |= x[0]
+                gen_acc[x[2]] += w
+            parts.append((union, tuple(lays), w))
+            if plain:
+                wsum += w
+                wsq += w * w
+                if draws >= least and wsum * wsum >= ess_goal * wsq:
+                    break
+                continue
+            if not rb_lengths:
+                # Only the ships covering hits Rao-Blackwellised (their positions given the
+                # others: few, and which ship covers which hit is what finishing turns on); the
+                # others add their own positions.
+                nchosen = len(placed)
+                beside = 0
+                for x in lays[nchosen:]:
+                    acc[x[2]] += w
+                    beside |= x[1]
+                for i in range(nchosen):
+                    others = beside
+                    for j in range(nchosen):
+                        if j != i:
+                            others |= lays[j][1]
+                    need = required & ~others
+                    fits = [
+                        x
+                        for x in order[i].slot.covering(need & -need)
+                        if not x[0] & others and x[0] & need == need
+                    ]
+                    share = w / len(fits)
+                    for x in fits:
+                        acc[x[2]] += share
+                wsum += w
+                wsq += w * w
+                if draws >= least and wsum * wsum >= ess_goal * wsq:
+                    break
+                continue
+            # Rao-Blackwellised: every ship's positions given all the others, each weighing w
+            # over their number: where the others leave a hit uncovered, those covering it (few:
+            # one by one into ``acc``); else every position clear of the others, added a byte of
+            # first cells at a time into ``by_byte`` (expanded once, at the end of the call).
+            m = len(lays)
+            after = [0] * (m + 1)
+            for i in range(m - 1, -1, -1):
+                after[i] = after[i + 1] | lays[i][1]
+            before = 0
+            for i in range(m):
+                spec = order[i]
+                others = before | after[i + 1]
+                before |= lays[i][1]
+                need = required & ~others
+                if need:
+                    fits = [
+                        x
+                        for x in spec.slot.covering(need & -need)
+                        if not x[0] & others and x[0] & need == need
+                    ]
+                    share = w / len(fits)
+                    for x in fits:
+                        acc[x[2]] += share
+                    continue
+                if spec.slot.length not in rb_lengths:
+                    acc[lays[i][2]] += w
+                    continue
+                free = full & ~others
+                row = spec.row & free
+                for k in spec.shift_row:
+                    row &= free >> k
+                col = spec.col & free
+                if col:
+                    for k in spec.shift_col:
+                        col &= free >> k
+                share = w / (row.bit_count() + col.bit_count())
+                if row:
+                    sums = spec.rows
+                    for j, b in enumerate(row.to_bytes(nbytes, "little")):
+                        if b:
+                            sums[j << 8 | b] += share
+                if col:
+                    sums = spec.cols
+                    for j, b in enumerate(col.to_bytes(nbytes, "little")):
+                        if b:
+                            sums[j << 8 | b] += share
+            wsum += w
+            wsq += w * w
+            if draws >= least and wsum * wsum >= ess_goal * wsq:
+                break
+        if not wsum:
+            return None
+        for length, (rows, cols_) in by_byte.items():
+            along_row, along_col = table.starts[length]
+            for sums, along in ((rows, along_row), (cols_, along_col)):
+                for key, v in enumerate(sums):
+                    if v:
+                        for x in along[key >> 8][key & 255]:
+                            acc[x[2]] += v
+        gen.total, gen.square = wsum, wsq
+        return list(gen_acc) if plain else acc, wsum, wsq, gen
+
+    def _carry(self, view: TargetView) -> list[_Generation]:
+        """The draws of earlier calls still consistent with ``view``: a fleet drawn for fewer
+        facts, weighed for them, is a draw for these too once the fleets the new facts rule out
+        are dropped (its weight against the uniform fleet is unchanged, and the consistent fleets
+        are still equally likely). Kept where ships may not touch and every sinking is located;
+        else none (and the pool is emptied)."""
+        rules = view.rules
+        masks = view._masks
+        if rules.touching or rules.sunk is SunkReport.SILENT or view._pending:
+            self._pool = []
+            return []
+        water = masks[_MISS] | masks[_CROSSED]
+        hits = masks[_HIT] | masks[_SUNK]
+        unknown, located = masks[_UNKNOWN], view._located
+        new_hits = hits & ~self._pool_hits
+        self._pool_hits = hits
+        kept: list[_Generation] = []
+        for gen in self._pool:
+            alive = []
+            acc = gen.acc
+            for part in gen.parts:
+                union, ships, w = part
+                # Dropped: a ship on water, a hit not on a ship, or (a new hit on it) a ship hit
+                # whole that was not reported sunk where it lies.
+                if not (union & water or hits & ~union) and not (
+                    union & new_hits and any(not x[0] & unknown and x[0] & ~located for x in ships)
+                ):
+                    alive.append(part)
+                    continue
+                gen.total -= w
+                gen.square -= w * w
+                for x in ships:
+                    acc[x[2]] -= w
+            gen.parts = alive
+            if alive and gen.total > 0.0 and gen.square > 0.0:
+                kept.append(gen)
+        self._pool = kept
+        return kept
 
     # -- the chain -------------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from collections import Counter
 from typing import Protocol
 
 from seabattle.protocol.grid import Cell
-from seabattle.protocol.rules import SunkReport
+from seabattle.protocol.rules import RuleSet, SunkReport
 from seabattle.protocol.targeting import (
     _CROSSED,
     _FIRED,
@@ -235,8 +235,24 @@ class BestStrategy(Strategy):
             self._cached = (key, self._sampler.estimate(view, rng))
         return self._cached[1]
 
+    @staticmethod
+    def density_suffices(rules: RuleSet) -> bool:
+        """Whether :class:`DensityStrategy` plays these rules as well as the posterior does, and
+        is what this strategy plays: single shots at ships that may touch, sinkings told, no
+        radar (classic, classic-8x8: equal over 6,000 games each, at a fiftieth of the time).
+        Where ships may not touch, the posterior knows the edges and the borders that the
+        density's count misses; salvo totals, radar answers and silent sinkings it uses exactly."""
+        return (
+            rules.touching
+            and not rules.is_salvo
+            and not rules.radar
+            and rules.sunk is not SunkReport.SILENT
+        )
+
     def choose(self, view: TargetView, count: int, rng: random.Random) -> list[Cell]:
         """The ``count`` unknown cells most likely to hold a ship, ties broken at random."""
+        if self.density_suffices(view.rules):
+            return self._fallback.choose(view, count, rng)
         est = self.estimate(view, rng)
         if est is None:
             return self._fallback.choose(view, count, rng)
