@@ -26,6 +26,22 @@ the ships that still fit, and a few sweeps wash the repair's bias out. Each Gibb
 whole conditional distribution to the cell estimates (Rao-Blackwellisation), which makes a few
 dozen sweeps worth many more independent samples. The work per call is a fixed number of
 candidate tests, never a time: the same seed replays the same game.
+
+Where the facts are cells and sinkings only (no salvo total, no radar area), :class:`Sampler`
+draws whole fleets independently instead (issue 37: on russian, a chain's consecutive sweeps are
+so alike that its estimates were twice as noisy as independent draws). Every way of covering the
+unresolved hits with ships, each hit by exactly one, is listed (:meth:`Sampler._coverings`); a
+draw picks one in proportion to the product of the other ships' positions beside it, then puts
+those ships down one at a time, each uniformly among its positions beside the ships before it,
+and weighs the fleet by the product of the shares of positions each found left. The weighted
+draws are exactly the uniform posterior's (the issue's rejection sampler, with the rejection
+replaced by its probability), so their weights' effective sample size says how much they are
+worth; a call draws until it reaches :attr:`Sampler.target_ess`. The draws are carried from
+move to move (:meth:`Sampler._carry`): a fleet drawn for fewer facts is a draw for more once the
+fleets that the new facts rule out are dropped, so that while hunting most of a move's estimate
+comes from earlier moves' draws, and after a hit only the fleets with a ship there are kept. The
+ships that cover hits are Rao-Blackwellised (each such ship's positions given the others).
+``python -m bench.marginals`` measures the estimates against exact marginals.
 """
 
 from __future__ import annotations
