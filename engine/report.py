@@ -145,7 +145,8 @@ body { font: 15px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 70em;
 h1 { font-size: 1.5em; margin-bottom: .2em; } h2 { font-size: 1.15em; margin-top: 2em; }
 p.meta { color: #5a6675; margin-top: 0; }
 table { border-collapse: collapse; margin: .6em 0; }
-th, td { padding: .3em .7em; border-bottom: 1px solid #dde3ea; text-align: right; }
+th, td { padding: .3em .7em; border-bottom: 1px solid #dde3ea; text-align: right;
+         white-space: nowrap; }
 th { background: #eef2f6; font-weight: 600; }
 td.name, th.name { text-align: left; font-weight: 600; }
 td.self { background: #f3f5f7; color: #9aa5b1; text-align: center; }
