@@ -350,7 +350,7 @@ def arena(
             console.print(f"report: {html_file}", markup=False, soft_wrap=True)
     if records is not None and not as_json:
         pin = ""
-        if server is None:
+        if (records / "referee.pub").exists():
             pin = f" --referee-key {(records / 'referee.pub').read_text().strip()}"
         console.print(
             f"records: {records}/ (seabattle verify{pin} {records}/*.rec)",

@@ -30,8 +30,9 @@ With a ``server`` (host, port), every game is a real match on that server instea
 engine's client creates a private match and the other's joins it by invitation, each engine
 behind the bridge (:func:`~.bridge.play_engine_match`: the seats there keep their mirrors and
 check everything); the server signs and stores the record, and the arena saves it as the server
-gives it, with the co-signatures. Through a server the lot is the server's own, so the two games
-of a pair may have the same engine fire first.
+gives it, with the co-signatures (``referee.pub`` then holds the server's key). Through a
+server the lot is the server's own, so the two games of a pair may have the same engine fire
+first.
 
 An engine that fails (:class:`~.base.EngineFault`: it crashed, hung past its move time, wrote
 garbage, named an illegal cell or fleet, or does not play the rules) resigns that game through
@@ -517,7 +518,7 @@ class Arena:
         ]
         if self.records is not None:
             self.records.mkdir(parents=True, exist_ok=True)
-            if self.server is None:  # a server signs with its own key
+            if self.server is None:  # a server signs with its own key, written as it is met
                 (self.records / "referee.pub").write_text(_pub(self.key).hex() + "\n")
 
     def board(self, number: int) -> Board:
@@ -696,6 +697,9 @@ async def _on_server(arena: Arena, job: Scheduled, engines: tuple[Engine, Engine
         connect(host, port, key=arena.keys[job.seats[0]], name=_display(names[0])) as c0,
         connect(host, port, key=arena.keys[job.seats[1]], name=_display(names[1])) as c1,
     ):
+        if arena.records is not None:
+            # The key that signs these records is the server's: pinned, as for the embedded one.
+            (arena.records / "referee.pub").write_text(c0.server_key.hex() + "\n")
         h0, invite = await c0.create(_rules_map(arena.rules), arena.mode, public=False)
         assert invite is not None
         h1 = await c1.join(invite)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from seabattle.common.keys import load_or_create_key
 from seabattle.engine.arena import Arena, Contender, paired
 from seabattle.engine.builtin import BuiltinEngine
 from seabattle.protocol.rules import preset
@@ -18,12 +19,15 @@ async def test_a_small_run_through_a_server(server: tuple[str, int], tmp_path: P
         Contender("density", lambda: BuiltinEngine("density")),
         Contender("bad", lambda: Faulty("crashed", after=4)),
     ]
+    records = tmp_path / "records"
     arena = Arena(
-        contenders, preset("russian"), seed=6, records=tmp_path, server=server, concurrency=2
+        contenders, preset("russian"), seed=6, records=records, server=server, concurrency=2
     )
     results = await arena.play(paired(3, range(1)))
     assert len(results) == 6
-    assert not (tmp_path / "referee.pub").exists()  # the server signs with its own key
+    # The server signs with its own key (the fixture's key file): the one beside the records.
+    key = load_or_create_key(tmp_path / "server.key").public_key().public_bytes_raw()
+    assert bytes.fromhex((records / "referee.pub").read_text()) == key
     for r in results:
         assert r.winner is not None and set(r.engines) <= {"hunt", "density", "bad"}
         if "bad" in r.engines:
@@ -33,7 +37,7 @@ async def test_a_small_run_through_a_server(server: tuple[str, int], tmp_path: P
             assert r.fault is None and r.reason == "fleet_sunk"
             assert r.to_win == (r.shots[r.winner],)
         assert r.record is not None
-        report = verify_bytes((tmp_path / r.record).read_bytes())
+        report = verify_bytes((records / r.record).read_bytes(), referee_key=key)
         assert report.ok, report.problems
         assert {s["role"] for s in report.signatures if s["ok"]} == {"referee", "seat0", "seat1"}
         outcome = report.games[-1].outcome
