@@ -238,3 +238,62 @@ def test_schedules_and_names() -> None:
     ]
     with pytest.raises(ValueError, match="repeat"):
         Arena([builtin("random"), builtin("random")], RUSSIAN)
+
+
+#: An engine process in Python that plays at random, but for ``FAULT``: ``hang`` never answers a
+#: move, ``garbage`` answers one with a line that is no JSON, ``rules`` says it plays classic
+#: only, ``exit`` dies before its hello.
+ENGINE_PROCESS = """
+import json, random, sys, time
+FAULT = sys.argv[1]
+if FAULT == "exit":
+    sys.exit(2)
+def send(obj):
+    print(json.dumps(obj), flush=True)
+for line in sys.stdin:
+    req = json.loads(line)
+    kind = req["type"]
+    if kind == "engine":
+        send({"type": "hello", "name": "proc", "rules": ["classic"] if FAULT == "rules" else []})
+    elif kind == "place":
+        send({"type": "fleet", "ships": "random"})
+    elif kind == "move":
+        if FAULT == "hang":
+            time.sleep(600)
+        if FAULT == "garbage":
+            print("<html>oops</html>", flush=True)
+            continue
+        free = [(r, c) for r, row in enumerate(req["grid"]) for c, x in enumerate(row) if x == "."]
+        cells = random.sample(free, req["count"])
+        send({"type": "fire", "cells": [chr(65 + c) + str(r + 1) for r, c in cells]})
+    elif kind == "quit":
+        break
+"""
+
+
+@pytest.mark.parametrize(
+    ("fault", "reason"),
+    [("hang", "timeout"), ("garbage", "garbage"), ("rules", "wrong_rules"), ("exit", "crashed")],
+)
+async def test_an_engine_process_that_fails_loses_its_games_and_the_run_finishes(
+    tmp_path: Path, fault: str, reason: str
+) -> None:
+    import sys
+
+    from seabattle.engine.process import ProcessEngine
+
+    script = tmp_path / "engine.py"
+    script.write_text(ENGINE_PROCESS)
+    argv = [sys.executable, str(script), fault]
+    contenders = [
+        builtin("hunt"),
+        Contender("proc", lambda: ProcessEngine(argv, move_time=0.5, name="proc")),
+    ]
+    arena = Arena(contenders, RUSSIAN, seed=3, records=tmp_path / "records")
+    results = await arena.play(paired(2, range(1)))
+    assert len(results) == 2
+    for r in results:
+        assert r.fault is not None and r.fault.engine == "proc", r
+        assert r.fault.reason == reason and r.fault.detail
+        assert r.winner is not None and r.engines[r.winner] == "hunt" and r.reason == "resigned"
+    verified(arena, results)
