@@ -248,8 +248,9 @@ def arena(
     number of games or an SPRT between two, with the cross-table at the end.
 
     Each pair of engines plays every board twice, seats swapped: both shoot at the same two
-    fleets (an engine that leaves its fleet to the shell defends the board's), and each fires
-    first once. The same --seed gives the same games. An engine that crashes, hangs past
+    fleets (an engine that leaves its fleet to the shell defends the board's), and on the
+    embedded referee each fires first once (a --server draws its own lot). The same --seed
+    gives the same games. An engine that crashes, hangs past
     --move-time, writes garbage, names an illegal cell or fleet, or does not play the rules
     loses that game, and the table says why.
 
