@@ -440,7 +440,8 @@ def references(
             "marginals": [round(m, 6) for m in ref.marginals],
         }
         if cache is not None:  # at once: the early positions take a minute or more each
-            cache.write_text(json.dumps(stored, sort_keys=True, indent=0) + "\n")
+            lines = (f"{json.dumps(k)}: {json.dumps(stored[k])}" for k in sorted(stored))
+            cache.write_text("{\n" + ",\n".join(lines) + "\n}\n")
     return out
 
 

@@ -343,12 +343,12 @@ class Sampler:
 
     #: independent draws (see :meth:`_draws`): the least and the most a call makes, and the
     #: effective sample size (of their weights) it stops at once the least is made
-    min_draws, max_draws, target_ess = 64, 2_000, 1_500.0
+    min_draws, max_draws, target_ess = 64, 2_000, 2_000.0
     #: the draws a call may make are this many times the square of the ships left to draw: a
     #: draw costs about one ship step per ship, so a move's time goes with the cube of the ships,
-    #: most on the first moves (ten ships: 1,200 draws, some 40 ms) and a few milliseconds once
+    #: most on the first moves (ten ships: 1,600 draws, some 40 ms) and a few milliseconds once
     #: half the fleet is found
-    draws_per_ship2 = 12
+    draws_per_ship2 = 16
     #: the draws a call may make however few ships are left (each costs little then)
     draws_floor = 600
     #: the lengths of ships a draw Rao-Blackwellises where they cover no hit (see
