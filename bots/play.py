@@ -17,12 +17,18 @@ from seabattle.client.events import (
     YourTurn,
 )
 from seabattle.client.match import MatchHandle
+from seabattle.protocol.errors import ErrorCode
 from seabattle.protocol.targeting import TargetView, feed_view, view_from_snapshot
 
 if TYPE_CHECKING:
     from seabattle.client.api import Client
 
 __all__ = ["BotResult", "play_bot", "play_match"]
+
+#: Refusals that say no move is due now, rather than that the cells were wrong.
+_NOT_NOW = frozenset(
+    {ErrorCode.NOT_YOUR_TURN, ErrorCode.NOT_CALLER, ErrorCode.WRONG_PHASE, ErrorCode.GAME_OVER}
+)
 
 
 @dataclass
@@ -81,11 +87,17 @@ async def play_match(
         elif isinstance(ev, YourTurn | Refused):
             if isinstance(ev, Refused):
                 refusals += 1
+                if ev.code in _NOT_NOW:
+                    # Not a bad cell: the move came when none was due (a resume raced it, or
+                    # the game ended). Calling again at once would only be refused again: the
+                    # next turn says when to call.
+                    last_turn = None
                 if last_turn is None:
                     continue
                 if refusals > 50:
                     # The strategy keeps calling what the referee refuses: give the game up
                     # rather than stall the match until the clock runs out.
+                    last_turn = None
                     await match.resign()
                     continue
                 turn = last_turn

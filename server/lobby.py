@@ -728,19 +728,23 @@ class Lobby(TeamLobby):
             raise Refused(ErrorCode.BAD_TICKET, "the ticket is another player's")
         if ticket.node != self.node:
             raise Refused(ErrorCode.BAD_TICKET, f"the ticket is for node {ticket.node!r}")
-        if self.arrived(peer, ticket.match):
-            return {"match": ticket.match}  # its start follows
+        if self.arrived(peer, ticket.match) or ticket.match in self.open:
+            # Its start follows: a team match filled on another node starts here once this
+            # node has taken its handoff, and seats its players already here (lobby_teams).
+            return {"match": ticket.match}
         ref = self.running.get(ticket.match)
         if ref is None:
             if ticket.match in self.finished:
                 raise Refused(ErrorCode.NO_SUCH_MATCH, "that match is over (get_record)")
             raise Refused(ErrorCode.NO_SUCH_MATCH, "that match does not run on this node")
-        seat = ref.seat_of_player(peer.player)
-        if seat is None:  # pragma: no cover - a ticket names a seated player
+        found = ref.member_of_player(peer.player)
+        if found is None:  # pragma: no cover - a ticket names a seated player
             raise Refused(ErrorCode.NOT_ALLOWED, "you do not play in this match")
-        if ref.seats[seat].peer is not peer:
-            # The ticket is as good as a resume token: the cluster sent this player here.
-            ref.attach(seat, peer)
+        seat, member = found
+        if ref.slot(seat, member).peer is not peer:
+            # The ticket is as good as a resume token: the cluster sent this player here (in
+            # team play, to its own place in its team: not the captain's).
+            ref.attach(seat, peer, member)
             _add(self._present, peer, ref)
         return {"match": ticket.match}
 

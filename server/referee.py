@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, TypeAlias
 
 import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -102,6 +102,16 @@ def _broadcast(msg: m.Message, peers: list[Peer]) -> None:
             p.send_frame(frame, msg)
         else:
             p.send(msg)
+
+
+#: Messages with the peers each is for, resolved when the pure referee said them: (peers,
+#: message, whether it is one member's own: its start, snapshot or a copy).
+_Addressed: TypeAlias = list[tuple[list[Peer], m.Message, bool]]
+
+
+def _union(addressed: _Addressed) -> list[Peer]:
+    """Every peer of ``addressed``, once each, in order."""
+    return list(dict.fromkeys(p for peers, _, _ in addressed for p in peers))
 
 
 def _cork(peer: Peer) -> Outbox | None:
@@ -337,9 +347,12 @@ class Referee:
         time moved earlier."""
         urgent = self.core.urgent
         journal = self._journal
+        # Addressed now, written once journaled: a peer that comes (back) meanwhile is sent a
+        # snapshot that shows what these say already, and must not get them after it.
+        addressed = self._addressed(sends) if sends else []
         if journal is None:
             if sends:
-                self._write(sends, urgent)
+                self._write(addressed, urgent)
         elif self._failed or self.fenced:
             # Its journal is done with: a row now would follow a hole, or go to a match that is
             # another node's. Nothing it causes is sent.
@@ -347,45 +360,56 @@ class Referee:
         elif self.over:
             # Over (a player leaving after the end): nothing to journal, the record has it all.
             if sends:
-                journal.after(partial(self._write, sends, urgent))
+                journal.after(partial(self._write, addressed, urgent))
         elif what is not None:
             assert self._clock is not None
             n, self._jn = self._jn, self._jn + 1
             row = (self.hex, n, entry(*what[:-1], self._clock.wall(what[-1])))
-            journal.append(row, partial(self._write, sends, urgent), self._lost, self.fence)
+            journal.append(row, partial(self._write, addressed, urgent), self._lost, self.fence)
         elif sends:
-            journal.after(partial(self._write, sends, urgent))
+            journal.after(partial(self._write, addressed, urgent))
         # It is woken only if it would otherwise sleep too long (its wake-up time moved earlier)
         # or the match is over; a later time is found when it wakes at the earlier one. Waking
         # it on every input cost a task switch, an Event and a tick per input.
         if self.core.over or self.core.wake_at < self._sleep_until:
             self._wake.set()
 
-    def _write(self, sends: list[Send], urgent: int | None) -> None:
-        """Write ``sends``, each to its audience (the pure referee's audiences already leave out
-        what a lean session is not sent, spec 5.7): what one input makes a peer receive leaves in
-        one write per peer, and the peer who waits for it (the defender owing a verdict on a
-        called shot, the shooter a verdict answers: ``urgent``) is written to first; the others
-        are off the critical path."""
+    def _addressed(self, sends: list[Send]) -> _Addressed:
+        """``sends`` with each audience resolved to the peers it is now: (peers, message,
+        whether it is one member's own: its start, snapshot or a copy)."""
+        every = self._audience(ALL)
+        out: _Addressed = []
+        for to, msg, member in sends:
+            if member is not None:
+                peer = self.slot(0 if to & SEAT0 else 1, member).peer
+                out.append(([] if peer is None else [peer], msg, True))
+            else:
+                out.append((every if to == ALL else self._audience(to), msg, False))
+        return out
+
+    def _write(self, addressed: _Addressed, urgent: int | None) -> None:
+        """Write each message to the peers it was addressed to (the pure referee's audiences
+        already leave out what a lean session is not sent, spec 5.7): what one input makes a
+        peer receive leaves in one write per peer, and the peer who waits for it (the defender
+        owing a verdict on a called shot, the shooter a verdict answers: ``urgent``) is written
+        to first; the others are off the critical path."""
         if self.fenced:
             return  # another node referees the match: only what it sends counts
-        every = self._audience(ALL)
-        corked = [c for p in every if (c := _cork(p)) is not None]
+        corked = [c for p in _union(addressed) if (c := _cork(p)) is not None]
         try:
-            for to, msg, member in sends:
+            for peers, msg, own in addressed:
                 self._observe(msg)
-                if member is not None:  # one member of a team (its start, snapshot, a copy)
-                    peer = self.slot(0 if to & SEAT0 else 1, member).peer
-                    if peer is not None:
+                if own:
+                    for peer in peers:
                         peer.send(msg)
                         if type(msg) is m.Start and peer.people:
                             peer.send(self.seated())
                     continue
-                _broadcast(msg, every if to == ALL else self._audience(to))
+                _broadcast(msg, peers)
                 if type(msg) is m.Start:
                     # Right after start, to the sessions that agreed people (6.9): a strict
                     # client keeps the closed start it knows.
-                    for peer in self._audience(to):
+                    for peer in peers:
                         if peer.people:
                             peer.send(self.seated())
         finally:
