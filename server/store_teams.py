@@ -82,7 +82,7 @@ class TeamStore(StoreBase):
         self, match_id: str, player: str, team: int | None, node: str, size: int, now: int
     ) -> TeamJoin:
         """Put ``player`` (waiting on ``node``) in team ``team`` of the open team match
-        ``match_id`` (``None``: the smaller team, team 0 on a tie), each team ``size`` strong.
+        ``match_id`` (``None``: the smaller team, team 1 on a tie), each team ``size`` strong.
 
         `Conflict` when the match is not open or the team is full; `ValueError` when the player
         is in the match already. When this join fills both teams, the match is playing on the

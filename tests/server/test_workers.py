@@ -126,3 +126,38 @@ def test_a_port_in_use_is_one_line(tmp_path: Path) -> None:
             "--workers", "2",
         )  # fmt: skip
     one_error(r, f"127.0.0.1:{port}")
+
+
+async def test_a_team_match_gathers_its_members_from_both_workers(tmp_path: Path, db: str) -> None:
+    # Four players reach two workers; the match runs on its host's worker, and those who joined
+    # on the other are sent there (a member's session may land on any worker of the port).
+    proc, status = await trio.to_thread.run_sync(_start, tmp_path, "--db", db, "--workers", "2")
+    try:
+        one, two = (_hostport(w["own"]) for w in status["workers"])
+        where = [one, two, one, two]
+        async with contextlib.AsyncExitStack() as stack:
+            clients = [
+                await stack.enter_async_context(api.connect(*where[i], name=f"p{i}"))
+                for i in range(4)
+            ]
+            host, _ = await clients[0].create({**SMALL, "team_size": 2}, "custody")
+            assert host.team_invites is not None
+            handles: dict[int, api.MatchHandle] = {0: host}
+
+            async def join(i: int, code: str) -> None:
+                handles[i] = await clients[i].join(code)
+
+            with trio.fail_after(60):
+                async with trio.open_nursery() as n:
+                    for i, team in ((1, 0), (2, 1), (3, 1)):
+                        n.start_soon(join, i, host.team_invites[team])
+                async with trio.open_nursery() as n:
+                    for i in range(4):
+                        n.start_soon(_play, handles[i], i)
+            assert [len(c.moves) for c in clients] == [0, 1, 0, 1]
+        async with api.connect(*one, name="reader") as reader:
+            verify_record(await reader.get_record(host.id))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        await trio.to_thread.run_sync(proc.communicate)
+    assert proc.returncode == 0
