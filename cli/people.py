@@ -12,6 +12,7 @@ import trio
 from rich.table import Table
 
 from .common import Conn, connection_options, console, open_client, run_client
+from .engine import engine_from_spec, engine_option_help
 from .lobby import _JSON, _KEY, _SERVER, _plain, _run
 
 if TYPE_CHECKING:
@@ -155,13 +156,60 @@ def _playing_options(f: Any) -> Any:
         type=click.Choice(sorted(STRATEGIES)),
         help="Let this bot play the match instead of playing it by hand.",
     )(f)
+    f = click.option(
+        "--engine",
+        "engine",
+        default=None,
+        help=engine_option_help + " It plays the match instead of you.",
+    )(f)
+    f = click.option(
+        "--move-time",
+        type=click.FloatRange(min=0.1),
+        default=5.0,
+        show_default=True,
+        help="Seconds an --engine has for each answer; one that takes longer loses the game.",
+    )(f)
     f = click.option("--name", default="player", show_default=True, help="Your display name.")(f)
     return f
 
 
-async def _play(match: MatchHandle, bot_name: str | None, placement: str, ui: Any) -> None:
-    """Play ``match`` to its end: with bot ``bot_name``, or by hand on ``ui`` (the game
-    screen, or the line mode when ``None``), as ``play`` does; print how it ended."""
+async def _play_engine(match: MatchHandle, spec: str, move_time: float) -> None:
+    """Let the engine ``spec`` names play ``match`` through the bridge; print how it ended
+    and any game it lost by a fault."""
+    from seabattle.engine.base import EngineFault
+    from seabattle.engine.bridge import play_engine_match
+
+    eng = engine_from_spec(spec, move_time=move_time)
+    try:
+        try:
+            await eng.start()
+        except EngineFault as e:
+            await match.resign()
+            raise click.ClickException(f"the engine did not start: {e}") from None
+        result = await play_engine_match(match, eng)
+    finally:
+        await eng.close()
+    for f in result.faults:
+        click.echo(f"game {f.game}: the engine lost it: {f.reason}: {f.detail}", err=True)
+    if not result.ended:
+        raise click.ClickException("the match ended without a result (aborted, or lost)")
+    won = "won" if result.won else "lost" if result.won is False else "drew"
+    click.echo(f"match {match.id.hex()}: you {won} ({result.reason or 'over'})")
+
+
+async def _play(
+    match: MatchHandle,
+    bot_name: str | None,
+    placement: str,
+    ui: Any,
+    engine: tuple[str, float] | None = None,
+) -> None:
+    """Play ``match`` to its end: with bot ``bot_name``, the ``engine`` (its spec and time a
+    move), or by hand on ``ui`` (the game screen, or the line mode when ``None``), as
+    ``play`` does; print how it ended."""
+    if engine is not None:
+        await _play_engine(match, *engine)
+        return
     if bot_name is not None:
         from seabattle.bots.play import play_match
         from seabattle.bots.strategies import make_strategy
@@ -191,6 +239,15 @@ async def _play(match: MatchHandle, bot_name: str | None, placement: str, ui: An
         ui.say("you left the match")
     elif match.result is None:
         ui.say("the connection closed before the match ended", "red")
+
+
+def _engine(bot_name: str | None, engine: str | None, move_time: float) -> tuple[str, float] | None:
+    """The engine that plays (its spec and time a move), or ``None``; not both with a bot."""
+    if engine is None:
+        return None
+    if bot_name is not None:
+        raise click.UsageError("give --bot or --engine, not both")
+    return engine, move_time
 
 
 def _run_playing(
@@ -231,6 +288,8 @@ def challenge_cmd(
     mode: str,
     name: str,
     bot_name: str | None,
+    engine: str | None,
+    move_time: float,
     placement: str,
     line: bool,
 ) -> None:
@@ -244,6 +303,7 @@ def challenge_cmd(
 
     conn = Conn(server, tls, ca, server_key)
     conn.hostport  # noqa: B018 - a bad HOST:PORT is a usage error before anything connects
+    played = _engine(bot_name, engine, move_time)
     rules = _rules_map(_rules_arg(rules_))
 
     async def main(ui: Any) -> None:
@@ -266,9 +326,9 @@ def challenge_cmd(
             except RequestFailed as e:
                 raise click.ClickException(f"{server} refused the challenge: {e}") from None
             tell(f"{player} accepted: match {match.id.hex()}")
-            await _play(match, bot_name, placement, ui)
+            await _play(match, bot_name, placement, ui, played)
 
-    _run_playing(conn, line, placement, bot_name, main)
+    _run_playing(conn, line, placement, bot_name or engine, main)
 
 
 def _pick(pending: list[ChallengeReceived], which: str | None) -> ChallengeReceived | None:
@@ -340,6 +400,8 @@ def accept_cmd(
     wait: float,
     name: str,
     bot_name: str | None,
+    engine: str | None,
+    move_time: float,
     placement: str,
     line: bool,
 ) -> None:
@@ -348,6 +410,7 @@ def accept_cmd(
     when none is pending. Then play the match as play does (or --bot plays it)."""
     conn = Conn(server, tls, ca, server_key)
     conn.hostport  # noqa: B018 - a bad HOST:PORT is a usage error before anything connects
+    played = _engine(bot_name, engine, move_time)
 
     async def main(ui: Any) -> None:
         from seabattle.client.wire import RequestFailed
@@ -359,9 +422,9 @@ def accept_cmd(
             except RequestFailed as e:
                 raise click.ClickException(f"{server} refused: {e}") from None
             click.echo(f"accepted: match {match.id.hex()}", err=True)
-            await _play(match, bot_name, placement, ui)
+            await _play(match, bot_name, placement, ui, played)
 
-    _run_playing(conn, line, placement, bot_name, main)
+    _run_playing(conn, line, placement, bot_name or engine, main)
 
 
 @click.command("decline")

@@ -113,3 +113,43 @@ async def test_mistakes_are_one_line(server: tuple[str, int], tmp_path: Path) ->
         await seabattle("accept", "--server", addr, "--wait", "0", "--bot", "random"),
         "no challenge came in 0 s",
     )
+
+
+async def test_engines_in_two_languages_challenge_and_accept(
+    server: tuple[str, int], tmp_path: Path
+) -> None:
+    # Bots in any language (spec/engine.md) take challenges through the bridge: a Node.js
+    # engine challenges, an awk one accepts, and the record both co-signed verifies.
+    root = Path(__file__).resolve().parents[2] / "examples"
+    addr = f"{server[0]}:{server[1]}"
+    got: dict[str, subprocess.CompletedProcess[bytes]] = {}
+
+    async def bob() -> None:
+        got["bob"] = await seabattle(
+            "accept", "--server", addr, "--key", str(tmp_path / "bob.key"), "--name", "bob",
+            "--engine", f"sh {root / 'engine.sh'}",
+        )  # fmt: skip
+
+    async with trio.open_nursery() as n:
+        n.start_soon(bob)
+        with trio.fail_after(60):
+            while True:
+                listed = await seabattle("online", "--server", addr, "--json")
+                if any(r["name"] == "bob" for r in json.loads(listed.stdout)):
+                    break
+                await trio.sleep(0.1)
+        got["alice"] = await seabattle(
+            "challenge", "bob", "--server", addr, "--rules", SMALL, "--name", "alice",
+            "--engine", f"node {root / 'engine.js'}",
+        )  # fmt: skip
+    for who in ("alice", "bob"):
+        assert got[who].returncode == 0, (who, got[who].stderr.decode())
+    alice, bob_out = got["alice"].stdout.decode(), got["bob"].stdout.decode()
+    mid = alice.split("match ", 1)[1][:32]
+    assert mid in bob_out and ("you won" in alice) != ("you won" in bob_out), (alice, bob_out)
+    fetched = await seabattle(
+        "record", "fetch", mid, "--server", addr, "--out", str(tmp_path / "m.sbr")
+    )
+    assert fetched.returncode == 0, fetched.stderr.decode()
+    verified = await seabattle("verify", str(tmp_path / "m.sbr"))
+    assert verified.returncode == 0, verified.stdout.decode() + verified.stderr.decode()
