@@ -95,12 +95,14 @@ class Side:
     fired: set[Cell] = field(default_factory=set)
     #: Cells of the opponent's grid the rules crossed out (8.7): calls there are refused.
     crossed: set[Cell] = field(default_factory=set)
-    #: Our shots and the opponent's in the engine protocol's form; after a reconnect, what the
-    #: snapshot shows (each fired cell a shot of its own, numbers unknown).
-    shots_json: list[dict[str, Any]] = field(default_factory=list)
-    incoming_json: list[dict[str, Any]] = field(default_factory=list)
-    #: Ships of the opponent's we sank, as the rules show them (``{"ship", "cells"}``).
-    sunk_json: list[dict[str, Any]] = field(default_factory=list)
+    # Our shots, the opponent's and the ships we sank, in the engine protocol's form (the
+    # properties below).
+    _shots_json: list[dict[str, Any]] = field(default_factory=list, init=False, repr=False)
+    _incoming_json: list[dict[str, Any]] = field(default_factory=list, init=False, repr=False)
+    _sunk_json: list[dict[str, Any]] = field(default_factory=list, init=False, repr=False)
+    # Shots not yet in the lists above: put in the engine protocol's form only when a request
+    # is made (a built-in engine, which reads the view, never makes one).
+    _unlisted: list[ShotResult | IncomingShot] = field(default_factory=list, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.view = TargetView(self.rules)
@@ -118,14 +120,42 @@ class Side:
             if not ev.radar:
                 self.fired.update(ev.cells)
             self.crossed.update(ev.crossed)
-            shot = shot_json(self.rules, ev.n, ev.cells, ev.radar, ev.verdict, ev.crossed)
-            self.shots_json.append(shot)
-            self.sunk_json.extend(shot["sunk"])
+            self._unlisted.append(ev)
         elif isinstance(ev, IncomingShot):
             self.incoming.append(ev)
-            self.incoming_json.append(
-                shot_json(self.rules, ev.n, ev.cells, ev.radar, ev.verdict)
-            )
+            self._unlisted.append(ev)
+
+    def _listed(self) -> None:
+        """Put the shots taken since the last request in the engine protocol's form."""
+        for ev in self._unlisted:
+            if isinstance(ev, ShotResult):
+                shot = shot_json(self.rules, ev.n, ev.cells, ev.radar, ev.verdict, ev.crossed)
+                self._shots_json.append(shot)
+                self._sunk_json.extend(shot["sunk"])
+            else:
+                self._incoming_json.append(
+                    shot_json(self.rules, ev.n, ev.cells, ev.radar, ev.verdict)
+                )
+        self._unlisted.clear()
+
+    @property
+    def shots_json(self) -> list[dict[str, Any]]:
+        """Our shots in the engine protocol's form; after a reconnect, what the snapshot shows
+        (each fired cell a shot of its own, numbers unknown)."""
+        self._listed()
+        return self._shots_json
+
+    @property
+    def incoming_json(self) -> list[dict[str, Any]]:
+        """The opponent's shots at us, in the engine protocol's form."""
+        self._listed()
+        return self._incoming_json
+
+    @property
+    def sunk_json(self) -> list[dict[str, Any]]:
+        """Ships of the opponent's we sank, as the rules show them (``{"ship", "cells"}``)."""
+        self._listed()
+        return self._sunk_json
 
     def resume(self, view: dict[str, Any]) -> None:
         """Pick up again from a snapshot's view (spec 6.6) after a reconnect: whatever happened
@@ -174,14 +204,15 @@ class Side:
 
         mine = fired(theirs)
         self.fired = {c for c, _ in mine}
-        self.shots_json = [one(c, r) for c, r in mine]
-        self.incoming_json = [one(c, r) for c, r in fired(ours)]
+        self._unlisted.clear()  # the snapshot shows them all
+        self._shots_json = [one(c, r) for c, r in mine]
+        self._incoming_json = [one(c, r) for c, r in fired(ours)]
         self.crossed = set()
         for i in theirs.get("crossed", ()) if isinstance(theirs, dict) else ():
             c2 = cell(i)
             if c2 is not None:
                 self.crossed.add(c2)
-        self.sunk_json = []
+        self._sunk_json = []
         for entry in theirs.get("sunk", ()) if isinstance(theirs, dict) else ():
             if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], int)):
                 continue
@@ -189,7 +220,7 @@ class Side:
             cells = None
             if isinstance(shown, list):
                 cells = [c.label() for c in (cell(i) for i in shown) if c is not None]
-            self.sunk_json.append({"ship": entry[0], "cells": cells})
+            self._sunk_json.append({"ship": entry[0], "cells": cells})
 
     # -- what an external engine is told -----------------------------------------------------
 

@@ -361,12 +361,18 @@ class TargetView:
 
     def _settle_runs(self) -> bool:
         """No-touch: an 8-connected run of hits is one ship, straight, and its sides are water."""
+        hits = self._masks[_HIT]
+        if not hits:
+            return False  # hunting: nothing to settle (the common case, and called every fact)
         changed = False
         cols, rows = self._cols, self.rules.rows
         longest = max((s.length for s in self.remaining_ships()), default=0)
         seen: set[int] = set()
-        for start, st in enumerate(self._state):
-            if st is not _HIT or start in seen:
+        while hits:
+            low = hits & -hits
+            hits ^= low
+            start = low.bit_length() - 1
+            if start in seen:
                 continue
             run, todo = [], [start]
             seen.add(start)
