@@ -194,6 +194,9 @@ class Lobby(TeamLobby):
             om = self._take_open(mid)
             for w in om.joined[0] + om.joined[1]:
                 w.peer.send(m.Error(int(ErrorCode.NO_SUCH_MATCH), "the match was withdrawn", w.id))
+            if om.team_invites is not None:
+                self._withdraw_team_here(mid)
+                self.nursery.start_soon(self._withdraw_team, mid)
             if om.host.connected:
                 om.host.close("moved")
         refs = [r for r in self.running.values() if r.fence is not None and not r.fenced]

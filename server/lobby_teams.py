@@ -158,11 +158,15 @@ class TeamLobby(LobbyState):
         super()._cancel_open(mid)
         if om is None or om.team_invites is None or self.cluster is None:
             return
+        self._withdraw_team_here(mid, "the host cancelled the match")
+        self.nursery.start_soon(self._withdraw_team, mid)
+
+    def _withdraw_team_here(self, mid: bytes, why: str = "the match was withdrawn") -> None:
+        """The team match ``mid`` will not start: answer the joins waiting here for it."""
         for key in [k for k in self._team_waits if k[0] == mid]:
             w = self._team_waits.pop(key)
             self._unwait_team(w, mid)
-            w.peer.send(m.Error(int(ErrorCode.NO_SUCH_MATCH), "the host cancelled the match", w.id))
-        self.nursery.start_soon(self._withdraw_team, mid)
+            w.peer.send(m.Error(int(ErrorCode.NO_SUCH_MATCH), why, w.id))
 
     async def _withdraw_team(self, mid: bytes) -> None:
         """The host cancelled the cluster's team match ``mid``: its members waiting on other

@@ -234,11 +234,22 @@ class ClusterStore(StoreBase):
                         ).fetchall()
                     ]
                     rows = self._move(cur, ids, name)
+                    # Members waiting on other nodes for one of its team matches to fill are
+                    # told it is gone (a handoff each, answered there: store_teams).
                     self._exec(
                         cur,
-                        "UPDATE matches SET status = 'aborted', finished = ?"
+                        "INSERT INTO handoffs (node, player, match_id, entry, created)"
+                        " SELECT t.node, t.player, t.match_id, NULL, ? FROM team_members t"
+                        " JOIN matches m ON m.id = t.match_id WHERE m.status = 'open'"
+                        " AND m.node = ? AND t.node IS NOT NULL AND t.node <> ?",
+                        (now, node, node),
+                    )
+                    # Aborted, and the taker's from now on: the handoffs above find a live node.
+                    self._exec(
+                        cur,
+                        "UPDATE matches SET status = 'aborted', finished = ?, node = ?"
                         " WHERE status = 'open' AND node = ?",
-                        (now // 1000, node),
+                        (now // 1000, name, node),
                     )
                     for table in ("quick_queue", "handoffs"):
                         self._exec(cur, f"DELETE FROM {table} WHERE node = ?", (node,))

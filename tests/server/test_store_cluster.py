@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import pytest
 import trio
-from seabattle.server.store import Store, StoreError
+from seabattle.server.store import Conflict, Store, StoreError
 from test_store import ALICE, BOB, CAROL, NOW, RULES, seed
+
+DAVE = "d4" * 32
 
 KEY, OTHER_KEY = b"k" * 32, b"o" * 32
 DIGEST = b"d" * 32
@@ -152,3 +154,54 @@ async def test_a_host_cancelling_does_not_abort_a_match_another_node_just_joined
         await store.join_open(mid, BOB, "b", NOW)  # b joins as alice's node lets her go
         await store.abort_match(mid, NOW, if_open=True)
         assert await store.match_node(mid) == ("b", "playing")
+
+
+async def test_a_team_match_fills_once_across_nodes_and_its_members_are_found(db: str) -> None:
+    async with Store.open(db) as store:
+        await seed(store, ALICE, BOB, CAROL, DAVE)
+        await _nodes(store, "a", "b", "c")
+        mid = "2" * 32
+        await store.create_match(
+            mid, RULES, "custody", ALICE, None, NOW, node="a", team_invites=("T0", "T1")
+        )
+        assert await store.team_invite("T1") == (mid, 1)
+        bob = await store.team_join(mid, BOB, 0, "b", 2, NOW)
+        assert (bob.team, bob.members, bob.host_node) == (0, None, "a")
+        with pytest.raises(Conflict):
+            await store.team_join(mid, CAROL, 0, "c", 2, NOW)  # alice and bob fill team 0
+        with pytest.raises(ValueError):
+            await store.team_join(mid, BOB, 1, "b", 2, NOW)  # in the match already
+        await store.team_join(mid, CAROL, None, "c", 2, NOW)  # the smaller team: 1
+        last = await store.team_join(mid, DAVE, 1, "b", 2, NOW)
+        assert last.members is not None
+        assert [(t.player, t.team, t.member) for t in last.members] == [
+            (ALICE, 0, 0), (BOB, 0, 1), (CAROL, 1, 0), (DAVE, 1, 1)
+        ]  # fmt: skip
+        row = await store.get_match(mid)
+        assert row is not None and (row.status, row.seat1, row.node) == ("playing", CAROL, "a")
+        # The join came on b: the host's node a starts it, c sends carol there; b's own are
+        # b's to send (no handoff to itself).
+        assert [(h.player, h.node) for h in await store.take_handoffs("c")] == [(CAROL, "a")]
+        assert [h.player for h in await store.take_handoffs("a")] == [ALICE]
+        assert await store.take_handoffs("b") == []
+        # A member who is not a captain finds the match from any other node.
+        assert [m for m, *_ in await store.elsewhere(DAVE, "c", NOW * MS)] == [mid]
+
+
+async def test_a_dead_hosts_open_team_match_is_withdrawn_from_its_waiting_members(db: str) -> None:
+    async with Store.open(db) as store:
+        await seed(store, ALICE, BOB, CAROL)
+        await _nodes(store, "a", "b")
+        mid = "3" * 32
+        await store.create_match(
+            mid, RULES, "custody", ALICE, None, NOW, node="a", team_invites=("U0", "U1")
+        )
+        await store.team_join(mid, BOB, None, "b", 2, NOW)
+        await store.release_lease("a")
+        await store.take_over("b", NOW * MS)
+        # bob, waiting on b, is handed the news there: the match is not playing.
+        (h,) = await store.take_handoffs("b")
+        assert h.player == BOB and h.match_id == mid
+        status = await store.match_node(mid)
+        assert status is not None and status[1] == "aborted"
+        assert await store.team_invite("U1") is None
