@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 from pathlib import Path
@@ -10,7 +11,7 @@ import pytest
 from helpers import every_fleet
 from seabattle.protocol.rules import RuleSet, ShipSpec, SunkReport
 
-from bench.marginals import _answers, main, positions, reference, run
+from bench.marginals import Position, _answers, main, positions, reference, run
 
 # Russian's rules on a board small enough to count every fleet: no touching, sinkings shown,
 # borders crossed out.
@@ -25,18 +26,19 @@ TINY = RuleSet(
 )
 
 
-def exact(position: object) -> list[float]:
+@functools.cache
+def tiny_fleets() -> list[tuple[int, ...]]:
+    """Every legal fleet of ``TINY``, as occupancies (a boat across and down is one fleet)."""
+    return list({tuple(f.occupancy(TINY)) for f in every_fleet(TINY)})
+
+
+def exact(position: Position) -> list[float]:
     """Each cell's share of every legal fleet that answers the position's shots as its own."""
-    rules = position.rules  # type: ignore[attr-defined]
-    told = _answers(rules, position.fleet.occupancy(rules), position.shots)  # type: ignore[attr-defined]
-    seen: set[tuple[int, ...]] = set()
+    rules = position.rules
+    told = _answers(rules, position.fleet.occupancy(rules), position.shots)
     counts, n = [0] * rules.cells, 0
-    for fleet in every_fleet(rules):
-        occ = fleet.occupancy(rules)
-        if tuple(occ) in seen:  # a boat placed across and down is one fleet
-            continue
-        seen.add(tuple(occ))
-        if _answers(rules, occ, position.shots) != told:  # type: ignore[attr-defined]
+    for occ in tiny_fleets():
+        if _answers(rules, occ, position.shots) != told:
             continue
         n += 1
         for i, o in enumerate(occ):
