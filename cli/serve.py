@@ -215,7 +215,8 @@ async def _demo_peer(rules: RuleSet) -> dict[str, Any]:
 
 
 @click.command()
-@click.option("--rules", "rules_", default="classic", show_default=True, help="Preset or JSON.")
+# russian: where best is more than density (on classic it plays density's own moves, STRENGTH.md).
+@click.option("--rules", "rules_", default="russian", show_default=True, help="Preset or JSON.")
 @click.option("--peer", is_flag=True, help="Play peer to peer even when the server is available.")
 @click.option("--save", default=None, type=click.Path(dir_okay=False), help="Save the record.")
 def demo(rules_: str, peer: bool, save: str | None) -> None:
