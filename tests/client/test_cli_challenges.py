@@ -27,6 +27,17 @@ async def seabattle(*args: str) -> subprocess.CompletedProcess[bytes]:
         )
 
 
+async def _until_online(addr: str, name: str) -> None:
+    """Wait until ``online`` lists ``name`` (its ``accept`` or ``decline`` is waiting)."""
+    with trio.fail_after(60):
+        while True:
+            listed = await seabattle("online", "--server", addr, "--json")
+            assert listed.returncode == 0, listed.stderr
+            if any(r["name"] == name for r in json.loads(listed.stdout)):
+                return
+            await trio.sleep(0.1)
+
+
 def one_line(r: subprocess.CompletedProcess[bytes], says: str) -> None:
     err = r.stderr.decode()
     assert r.returncode == 1, (r.returncode, err)
@@ -51,13 +62,7 @@ async def test_challenge_accepted_between_two_processes(
     async with trio.open_nursery() as n:
         n.start_soon(bob)
         # The challenger finds bob online by name once its accept is waiting.
-        with trio.fail_after(60):
-            while True:
-                listed = await seabattle("online", "--server", addr, "--json")
-                assert listed.returncode == 0, listed.stderr
-                if any(r["name"] == "bob" for r in json.loads(listed.stdout)):
-                    break
-                await trio.sleep(0.1)
+        await _until_online(addr, "bob")
         got["alice"] = await seabattle(
             "challenge",
             "bob",
@@ -92,12 +97,7 @@ async def test_declined_is_one_line(server: tuple[str, int], tmp_path: Path) -> 
 
     async with trio.open_nursery() as n:
         n.start_soon(bob)
-        with trio.fail_after(60):
-            while True:
-                listed = await seabattle("online", "--server", addr, "--json")
-                if any(r["name"] == "bob" for r in json.loads(listed.stdout)):
-                    break
-                await trio.sleep(0.1)
+        await _until_online(addr, "bob")
         got["alice"] = await seabattle("challenge", "bob", "--server", addr, "--bot", "random")
     one_line(got["alice"], "the challenge was declined: busy")
     assert got["bob"].returncode == 0 and "declined challenge" in got["bob"].stdout.decode()
@@ -132,12 +132,7 @@ async def test_engines_in_two_languages_challenge_and_accept(
 
     async with trio.open_nursery() as n:
         n.start_soon(bob)
-        with trio.fail_after(60):
-            while True:
-                listed = await seabattle("online", "--server", addr, "--json")
-                if any(r["name"] == "bob" for r in json.loads(listed.stdout)):
-                    break
-                await trio.sleep(0.1)
+        await _until_online(addr, "bob")
         got["alice"] = await seabattle(
             "challenge", "bob", "--server", addr, "--rules", SMALL, "--name", "alice",
             "--engine", f"node {root / 'engine.js'}",
