@@ -56,7 +56,7 @@ import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.protocol.ticket import Ticket, issue_ticket
 
-from .store import Store
+from .store import POOL_WAIT, Store
 from .store_cluster import Handoff
 
 __all__ = ["Cluster", "ClusterConfig", "LeaseUnconfirmed", "Node"]
@@ -131,6 +131,8 @@ class Cluster:
         #: wall-clock seconds since which the store has answered without a break (``None``: it
         #: does not answer now)
         self._store_ok_since: float | None = None
+        # How long the store must have answered before this node sweeps (see may_sweep).
+        self._sweep_after = config.lease
         self._problem: str | None = None
         #: wall-clock seconds since which a renewal waits for the store (``None``: none does)
         self._asking_since: float | None = None
@@ -221,6 +223,10 @@ class Cluster:
                 self._asking_since = None
             if self._store_ok_since is None:
                 self._store_ok_since = self.wall()
+                # Back from an outage: every other live node renews too, but one whose renewal
+                # was waiting for a pooled connection when the store came back gets its answer
+                # (a failure) up to POOL_WAIT later, and renews one round after that.
+                self._sweep_after = max(self.config.lease, POOL_WAIT + 2 * self._every())
                 _log.warning("node %s: the store answers again", self.node)
             self._held_until = end / 1000
             self._problem = None
@@ -274,10 +280,13 @@ class Cluster:
         """Whether this node may take others over now: its own lease holds, and the store has
         answered it for a whole lease. After an outage every node's lease looks ended; a node
         that waits a lease first lets the live ones renew theirs, so that only the dead are
-        taken over, and no match moves because of the outage alone."""
+        taken over, and no match moves because of the outage alone. A live node's renewal may
+        have been waiting for a pooled connection when the store came back, and fails up to
+        ``POOL_WAIT`` later: after an outage the wait is at least that and two renewals (a node
+        taken over for it would have its open matches withdrawn, for nothing)."""
         ok = self._store_ok_since
         now = self.wall()
-        return ok is not None and now < self._held_until and now - ok >= self.config.lease
+        return ok is not None and now < self._held_until and now - ok >= self._sweep_after
 
     async def _sweep(self, node: Node) -> None:
         while True:

@@ -97,6 +97,11 @@ __all__ = [
     "transient",
 ]
 
+#: Seconds a call waits for a pooled PostgreSQL connection before it fails (and is retried by
+#: its caller). A call made while the store was away may return this long after it is back,
+#: which the cluster's sweep waits out (``Cluster.may_sweep``).
+POOL_WAIT = 5.0
+
 
 def transient(err: BaseException) -> bool:
     """Whether ``err`` says the store is away for a while (unreachable, restarting, out of disk
@@ -219,7 +224,7 @@ def _open_postgres(url: str, size: int, app: str = "seabattle") -> ConnectionPoo
             # waits for a connection 5 s at most, so that an outage shows as failed calls
             # (retried by their callers) rather than as calls that hang for half a minute.
             check=ConnectionPool.check_connection,
-            timeout=5.0,
+            timeout=POOL_WAIT,
             # The pool's own reconnection backs off exponentially (1, 2, 4, 8, 16 s...), so
             # after an outage of 15 s it would wait 16 s more; given up after 2 s, a connection
             # is made again on demand instead, when a call needs one (the journal asks every

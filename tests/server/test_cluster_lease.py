@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from seabattle.server.cluster import Cluster, ClusterConfig, LeaseUnconfirmed
-from seabattle.server.store import Store
+from seabattle.server.store import POOL_WAIT, Store
 from seabattle.server.store_cluster import Handoff
 
 LEASE = 4.0
@@ -100,12 +100,18 @@ async def test_a_node_cut_off_from_its_store_says_so_and_comes_back_by_itself(db
             await c.confirm()
         assert not c.may_sweep()
         # The store is back: the lease is renewed (nobody could take it meanwhile), and the node
-        # is ready again at once, but sweeps others only after a whole lease of answers.
+        # is ready again at once, but sweeps others only after a whole lease of answers, and
+        # at least as long as another live node's renewal may still have been waiting for a
+        # pooled connection when the store came back (it then fails, and renews a round later).
         store.away = False
         await c.confirm()
+        back = now[0]
         assert c.problem is None and not c.may_sweep()
         now[0] += LEASE / 2
         await c.renew()
         now[0] += LEASE / 2 + 0.1
+        await c.renew()
+        assert LEASE < POOL_WAIT + 1 and not c.may_sweep()
+        now[0] = back + POOL_WAIT + 1.1  # the wait, and two renewals (every 0.5 s)
         await c.renew()
         assert c.may_sweep()
