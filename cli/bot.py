@@ -33,7 +33,7 @@ from .common import (
     open_client,
     run_client,
 )
-from .engine import engine_from_spec, engine_option_help
+from .engine import engine_option_help, started_engine
 from .play import PLACEMENT
 
 if TYPE_CHECKING:
@@ -330,14 +330,8 @@ async def _bot_server(
     }
     if engine is None:
         return await _bot_matches(host, port, strategy, rules, mode, games, key, save, name, **kw)
-    from seabattle.engine.base import EngineFault
-
-    eng = engine_from_spec(engine, move_time=move_time)
+    eng, hello = await started_engine(engine, move_time=move_time)
     try:
-        try:
-            hello = await eng.start()
-        except EngineFault as e:
-            raise click.ClickException(f"the engine did not start: {e}") from None
         plays = ", ".join(hello.rules) if hello.rules else "any rules"
         author = f" by {hello.author}" if hello.author else ""
         say(f"engine {hello.name}{author} ({plays})")

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:
-    from seabattle.engine.base import Engine
+    from seabattle.engine.base import Engine, Hello
 
-__all__ = ["engine_from_spec", "engine_option_help"]
+__all__ = ["engine_from_spec", "engine_option_help", "started_engine"]
 
 #: The help text of an option that takes an engine.
 engine_option_help = (
@@ -49,3 +49,17 @@ def engine_from_spec(text: str, *, move_time: float) -> Engine:
     from seabattle.engine.process import ProcessEngine
 
     return ProcessEngine(argv, move_time=move_time)
+
+
+async def started_engine(text: str, *, move_time: float) -> tuple[Engine, Hello]:
+    """The engine ``text`` names (:func:`engine_from_spec`), started, and its hello; an
+    engine that does not start is closed, and that is the command's one-line error."""
+    from seabattle.engine.base import EngineFault
+
+    engine = engine_from_spec(text, move_time=move_time)
+    try:
+        hello = await engine.start()
+    except EngineFault as e:
+        await engine.close()
+        raise click.ClickException(f"the engine did not start: {e}") from None
+    return engine, hello

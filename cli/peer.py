@@ -25,7 +25,7 @@ from .common import (
     handshake_timeout,
     key_file_arg,
 )
-from .engine import engine_from_spec, engine_option_help
+from .engine import engine_option_help, started_engine
 from .play import LINE_OPTION, save_path
 
 if TYPE_CHECKING:
@@ -209,14 +209,7 @@ _MOVE_TIME = click.option(
 
 async def _started(spec: str, move_time: float, say: Callable[[str], None]) -> Engine:
     """The engine ``spec`` names, started; a failure to start is the command's error."""
-    from seabattle.engine.base import EngineFault
-
-    engine = engine_from_spec(spec, move_time=move_time)
-    try:
-        hello = await engine.start()
-    except EngineFault as e:
-        await engine.close()
-        raise click.ClickException(f"the engine did not start: {e}") from None
+    engine, hello = await started_engine(spec, move_time=move_time)
     say(f"engine {hello.name}" + (f" by {hello.author}" if hello.author else ""))
     return engine
 

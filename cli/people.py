@@ -12,7 +12,7 @@ import trio
 from rich.table import Table
 
 from .common import Conn, connection_options, console, open_client, run_client
-from .engine import engine_from_spec, engine_option_help
+from .engine import engine_option_help, started_engine
 from .lobby import _JSON, _KEY, _SERVER, _plain, _run
 
 if TYPE_CHECKING:
@@ -176,16 +176,14 @@ def _playing_options(f: Any) -> Any:
 async def _play_engine(match: MatchHandle, spec: str, move_time: float) -> None:
     """Let the engine ``spec`` names play ``match`` through the bridge; print how it ended
     and any game it lost by a fault."""
-    from seabattle.engine.base import EngineFault
     from seabattle.engine.bridge import play_engine_match
 
-    eng = engine_from_spec(spec, move_time=move_time)
     try:
-        try:
-            await eng.start()
-        except EngineFault as e:
-            await match.resign()
-            raise click.ClickException(f"the engine did not start: {e}") from None
+        eng, _ = await started_engine(spec, move_time=move_time)
+    except click.ClickException:
+        await match.resign()  # the match was accepted: nobody will play it
+        raise
+    try:
         result = await play_engine_match(match, eng)
     finally:
         await eng.close()
