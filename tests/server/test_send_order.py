@@ -7,7 +7,7 @@ teammate's ``shot_called`` ahead of its snapshot, and its mirror cried "lie").
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 
 import trio
 import trio.testing
@@ -17,18 +17,18 @@ from seabattle.protocol import messages as m
 from seabattle.protocol.fleet import random_fleet
 from seabattle.server.config import Limits
 from seabattle.server.journal import Journal, Row
-from seabattle.server.journal_file import FileMoved
 from seabattle.server.lobby import Lobby
 from seabattle.server.store import Fence, Store
+from test_fencing import _Blinking
 
 
-class _Held:
+class _Held(_Blinking):
     """A journal's store that takes rows only while ``open`` is set."""
 
     def __init__(self) -> None:
+        super().__init__(away=0)
         self.open = trio.Event()
         self.open.set()
-        self.rows: list[Row] = []
 
     async def append_journal(
         self, rows: list[Row], fences: Mapping[str, Fence] | None = None
@@ -36,15 +36,6 @@ class _Held:
         await self.open.wait()
         self.rows += rows
         return frozenset()
-
-    async def compact_journal(self) -> bool:
-        return False
-
-    async def import_journal_files(self, paths: Sequence[str]) -> FileMoved:
-        return FileMoved(0, [], frozenset())
-
-    def on_match_end(self, callback: Callable[[str], None]) -> None:
-        pass
 
 
 async def test_a_player_back_while_a_move_is_journaled_gets_its_snapshot_and_no_stale_relay(
