@@ -50,6 +50,7 @@ _UNKNOWN, _MISS, _HIT, _SUNK, _CROSSED, _FIRED = CellState
 class _Geometry(NamedTuple):
     ring: tuple[tuple[int, ...], ...]  # the up to 8 neighbours of every cell index
     corners: tuple[tuple[int, ...], ...]  # the up to 4 diagonal neighbours
+    near: tuple[int, ...]  # the ring of every cell index as a mask
 
 
 @functools.lru_cache(maxsize=32)
@@ -59,7 +60,8 @@ def _geometry(rows: int, cols: int) -> _Geometry:
         c = Cell(*divmod(i, cols))
         ring.append(tuple(n.index(cols) for n in c.neighbours(rows, cols)))
         corners.append(tuple(n.index(cols) for n in c.corners(rows, cols)))
-    return _Geometry(tuple(ring), tuple(corners))
+    near = tuple(sum(1 << j for j in r) for r in ring)
+    return _Geometry(tuple(ring), tuple(corners), near)
 
 
 # One straight placement of a ship: (cells mask, mask of the 8-neighbour border, cell indices).
@@ -122,6 +124,8 @@ class TargetView:
         self._pending: list[_Pending] = []
         self._radar_found: list[int] = []  # masks of areas that radar found a ship cell in
         self._located = 0  # cells of sunk ships located whole (SUNK cells not pending)
+        # What _settle_runs last read when it found nothing to change (see there).
+        self._runs_fixed: tuple[int, ...] = ()
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -364,9 +368,20 @@ class TargetView:
         hits = self._masks[_HIT]
         if not hits:
             return False  # hunting: nothing to settle (the common case, and called every fact)
+        longest = max((self.rules.fleet[k].length for k in self._afloat), default=0)
+        # What the runs' inference reads: the hits, the states of the cells around them, the
+        # longest ship afloat. Unchanged since it last changed nothing (a miss far from every
+        # hit, most facts), it would change nothing again: it runs on every fact, so skip it.
+        near, h, m = 0, hits, self._masks
+        while h:
+            low = h & -h
+            h ^= low
+            near |= self._geo.near[low.bit_length() - 1]
+        key = (hits, longest, *(m[st] & near for st in (_UNKNOWN, _FIRED, _MISS, _CROSSED)))
+        if key == self._runs_fixed:
+            return False
         changed = False
         cols, rows = self._cols, self.rules.rows
-        longest = max((s.length for s in self.remaining_ships()), default=0)
         seen: set[int] = set()
         while hits:
             low = hits & -hits
@@ -406,6 +421,8 @@ class TargetView:
                 # Closed at both ends: under silent sinking the ship is found whole.
                 self._sink(sorted(run), drop_length=len(run))
                 changed = True
+        if not changed:
+            self._runs_fixed = key
         return changed
 
 
