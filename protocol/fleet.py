@@ -84,6 +84,16 @@ class Fleet:
             raise IllegalFleet(
                 f"{len(self.placements)} ships placed; the fleet has {len(rules.fleet)}"
             )
+        # Every player's fleet is checked several times a game (placed, committed, revealed):
+        # a legal one passes on masks; an illegal one is searched cell by cell for its reason.
+        taken, rows, cols, touching = 0, rules.rows, rules.cols, rules.touching
+        for p, spec in zip(self.placements, rules.fleet, strict=True):
+            shape = _shapes(rows, cols, touching, spec.length).get((p.row, p.col, p.vertical))
+            if shape is None or shape[0] & taken:
+                break
+            taken |= shape[1]
+        else:
+            return
         owner: dict[Cell, int] = {}
         for i, (p, spec) in enumerate(zip(self.placements, rules.fleet, strict=True)):
             for c in p.cells(spec.length):
@@ -127,17 +137,41 @@ class Fleet:
         return cls(tuple(out))
 
 
+@functools.lru_cache(maxsize=64)
+def _shapes(
+    rows: int, cols: int, touching: bool, length: int
+) -> dict[tuple[int, int, bool], tuple[int, int]]:
+    """Every placement of a ship of ``length`` on the board: its cells as a mask, and the mask of
+    the cells it forbids to every other ship (its own, and its ring where ships may not touch).
+    Two ships fit together iff one's cells avoid the other's forbidden cells (see ``_Layout``)."""
+    out: dict[tuple[int, int, bool], tuple[int, int]] = {}
+    for vertical in (False, True):
+        for r in range(rows - (length - 1 if vertical else 0)):
+            for c in range(cols - (0 if vertical else length - 1)):
+                cells = Placement(r, c, vertical).cells(length)
+                forbid = _blocked_on(rows, cols, touching, cells)
+                out[(r, c, vertical)] = (
+                    sum(1 << x.index(cols) for x in cells),
+                    sum(1 << x.index(cols) for x in forbid),
+                )
+    return out
+
+
+def _blocked_on(rows: int, cols: int, touching: bool, cells: Iterable[Cell]) -> set[Cell]:
+    out = set(cells)
+    if not touching:
+        for c in list(out):
+            out.update(c.neighbours(rows, cols))
+    return out
+
+
 def _label(c: Cell) -> str:
     return c.label() if c.row >= 0 and c.col >= 0 else f"({c.row},{c.col})"
 
 
 def _blocked(rules: RuleSet, cells: Iterable[Cell]) -> set[Cell]:
     """The cells a ship at ``cells`` forbids to every other ship."""
-    out = set(cells)
-    if not rules.touching:
-        for c in list(out):
-            out.update(c.neighbours(rules.rows, rules.cols))
-    return out
+    return _blocked_on(rules.rows, rules.cols, rules.touching, cells)
 
 
 def _positions(rules: RuleSet, length: int, free: Sequence[bool]) -> list[Placement]:

@@ -119,6 +119,46 @@ def test_random_fleets_are_legal_for_every_preset(name: str, seed: int) -> None:
     assert sum(1 for o in fleet.occupancy(rules) if o) == rules.fleet_cells
 
 
+def _breaks_a_rule(fleet: Fleet, rules: RuleSet) -> bool:
+    """The rules read cell by cell: on the board, no two ships on one cell, and where ships may
+    not touch, no cell of a ship beside (corners included) a cell of another."""
+    owner: dict[Cell, int] = {}
+    for i, (p, spec) in enumerate(zip(fleet.placements, rules.fleet, strict=True)):
+        for c in p.cells(spec.length):
+            if not c.on(rules.rows, rules.cols) or c in owner:
+                return True
+            owner[c] = i
+    return not rules.touching and any(
+        owner.get(n, i) != i for c, i in owner.items() for n in c.neighbours(rules.rows, rules.cols)
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    name=st.sampled_from(sorted(PRESETS)),
+    seed=st.integers(0, 2**32 - 1),
+    moves=st.lists(
+        st.tuples(st.integers(0, 9), st.integers(-2, 2), st.integers(-2, 2), st.booleans()),
+        max_size=2,
+    ),
+)
+def test_validation_refuses_exactly_the_fleets_that_break_a_rule(
+    name: str, seed: int, moves: list[tuple[int, int, int, bool]]
+) -> None:
+    # Legal fleets with up to two ships moved or turned: legal and illegal ones, every way.
+    rules = PRESETS[name]
+    placements = list(random_fleet(rules, random.Random(seed)).placements)
+    for k, dr, dc, vertical in moves:
+        p = placements[k % len(placements)]
+        placements[k % len(placements)] = Placement(p.row + dr, p.col + dc, vertical)
+    fleet = Fleet(tuple(placements))
+    if _breaks_a_rule(fleet, rules):
+        with pytest.raises(IllegalFleet):
+            fleet.validate(rules)
+    else:
+        fleet.validate(rules)
+
+
 def test_random_fleets_are_reproducible_from_the_seed() -> None:
     rules = preset("russian")
     assert random_fleet(rules, random.Random(7)) == random_fleet(rules, random.Random(7))
