@@ -375,7 +375,7 @@ class _Table:
                 # A trusting seat keeps no mirror, so it cannot tell which cells the rules
                 # crossed out: the referee's own board says, as the mirror would have.
                 board = self.ref.match.games[ev.game - 1].boards[1 - s]
-                if board.crossed:
+                if len(board.crossed) > len(p.crossed):
                     cols = self.rules.cols
                     new = board.crossed - p.crossed
                     p.crossed |= new
