@@ -51,31 +51,35 @@ def referee_alone(rules: str, mode: str, games: int, seed: int = 13) -> dict[str
     rs = preset(rules)
     rng = random.Random(seed)
     key = Ed25519PrivateKey.from_private_bytes(rng.randbytes(32))
-    total = 0
+    total = cpu = 0
     per_shot: list[float] = []
     shots = 0
+    wall, thread = time.perf_counter_ns, time.thread_time_ns
     for _ in range(games):
         match = _new_match(rs, mode, random.Random(rng.random()))
         while (fire := _fire(match)) is not None:
-            t = time.perf_counter_ns()
+            t, c = wall(), thread()
             _serve(match.ref, *fire)
-            took = time.perf_counter_ns() - t
+            took, used = wall() - t, thread() - c
             answer = _answer(match)
             if answer is not None:
-                t = time.perf_counter_ns()
+                t, c = wall(), thread()
                 _serve(match.ref, *answer)
-                took += time.perf_counter_ns() - t
+                took, used = took + wall() - t, used + thread() - c
             total += took
+            cpu += used
             per_shot.append(took / 1000)
             shots += 1
         reveals = _reveals(match)
-        t = time.perf_counter_ns()
+        t, c = wall(), thread()
         assert _end(match, key, reveals)
-        total += time.perf_counter_ns() - t
+        total += wall() - t
+        cpu += thread() - c
     return {
         "games": games,
         "shots_per_game": shots / games,
         "games_per_s": games / (total / 1e9),
+        "games_per_cpu_s": games / (cpu / 1e9),
         "us_per_shot_mean": statistics.fmean(per_shot),
         "us_per_shot_median": statistics.median(per_shot),
     }
@@ -102,13 +106,14 @@ def arena_games(
         concurrency=concurrency,
     )
     arena.board(0)  # the uniform sampler's tables are built once a rule set: not a game's cost
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     results = trio.run(arena.play, paired(2, range((games + 1) // 2)))
-    took = time.perf_counter() - t
+    took, used = time.perf_counter() - t, time.process_time() - c
     return {
         "games": len(results),
         "shots_per_game": statistics.fmean(sum(r.shots) for r in results),
         "games_per_s": len(results) / took,
+        "games_per_cpu_s": len(results) / used,
         "faults": sum(r.fault is not None for r in results),
     }
 
