@@ -162,6 +162,9 @@ class Client(Lobby, Rejoin):
         #: ``host:port`` of each node a redirect moved this client to, in order (spec 4.10)
         self.moves: builtins.list[str] = []
         self.matches: dict[bytes, MatchHandle] = {}
+        #: The connection (:attr:`epoch`) each match of ours was made on or last given back on
+        #: (``start``, ``snapshot``): after a reconnect its moves wait until it is given back.
+        self._seated_on: dict[bytes, int] = {}
         self._watchers: dict[bytes, trio.MemorySendChannel[m.Message]] = {}
         self._pending: dict[int, tuple[trio.Event, list[m.Ok | m.Error]]] = {}
         self._ids = 0
@@ -218,11 +221,21 @@ class Client(Lobby, Rejoin):
 
         Without ``wait`` a connection that is down raises :class:`ConnectionClosed` (the reader's
         own sends: it is the task that gets back in). With ``wait`` (the script's moves) it waits
-        until the client is back in on a new connection and returns ``None``: the match's
-        snapshot then says what is still owed, and the match sends it again (spec 4.7), so that a
-        move is never sent twice on one connection. Raises :class:`ConnectionLost` once the
-        client gave up getting back in.
+        until the client is back in its match on a new connection (its ``start`` or
+        ``snapshot``) and returns ``None``: the match's snapshot then says what is still owed,
+        and the match sends it again (spec 4.7), so that a move is never sent twice on one
+        connection. Raises :class:`ConnectionLost` once the client gave up getting back in.
         """
+        if wait and self._online and self._unseated_match(msg):
+            # Back on a connection is not yet back in the match: a node about to take it over
+            # (a failover) would refuse the move, NO_SUCH_MATCH, and its snapshot would then
+            # find the move carried, owe nothing, and the turn would stand still. Past
+            # ``reconnect_for`` (the match ended meanwhile: nothing gives it back) it goes out.
+            with trio.move_on_after(self._reconnect_for):
+                while self._online and not self._gone and self._unseated_match(msg):
+                    await self._changed.wait()
+            if self._online and not self._gone and not self._unseated_match(msg):
+                return None
         while True:
             if self._gone:
                 raise ConnectionLost("the connection is lost and reconnecting gave up")
@@ -240,6 +253,15 @@ class Client(Lobby, Rejoin):
                 await self._changed.wait()
             if not self._gone:
                 return None
+
+    def _unseated_match(self, msg: m.Message) -> bool:
+        """Whether ``msg``'s match is one of ours that the current connection has not given
+        back yet (after a reconnect or a redirect, until its ``start`` or ``snapshot``)."""
+        mid = getattr(msg, "match", None)
+        if not isinstance(mid, bytes):
+            return False
+        h = self.matches.get(mid)
+        return h is not None and not h._done and self._seated_on.get(mid, self.epoch) != self.epoch
 
     def _notify(self) -> None:
         """Wake whoever waits for the connection to come back (or for the client to give up)."""
@@ -266,6 +288,7 @@ class Client(Lobby, Rejoin):
         h = self.matches.get(match_id)
         if h is None:
             h = self.matches[match_id] = MatchHandle(self, match_id)
+            self._seated_on[match_id] = self.epoch
         return h
 
     # -- the reader ------------------------------------------------------------------------------
@@ -376,6 +399,9 @@ class Client(Lobby, Rejoin):
             return
         if isinstance(msg, m.Start | m.Snapshot) and mid in self.matches:
             self._seated()
+            if self._seated_on.get(mid) != self.epoch:
+                self._seated_on[mid] = self.epoch
+                self._notify()  # its moves that wait go out with the snapshot (the seat's)
         w = self._watchers.get(mid)
         if w is not None and mid not in self.matches:
             w.send_nowait(msg)

@@ -2,39 +2,52 @@
 match over from the journal, and the client gets back in there. Whatever happened while it was
 away is in the snapshot; the record it is asked to co-sign then holds entries its mirror never
 saw. That is no lie (issue 34's false ``LIE DETECTED (referee)``): both players finish, see no
-lie, co-sign, and the record verifies.
+lie, co-sign, and the record verifies. And a move made while the client is back on the node that
+is about to take its match over waits for the match there: it is not refused and forgotten.
+
+A hang fails here with a dump of where every task stood (``helpers_watchdog``): the matches have
+no clocks, so a match that cannot end would otherwise wait for ever.
 """
 
 from __future__ import annotations
 
+import itertools
+from functools import partial
 from pathlib import Path
 
 import trio
 import trio.testing
-from helpers import SMALL, cluster_node
+from helpers import CLUSTER_TIMING, SMALL, cluster_node
+from helpers_watchdog import watchdog
 from seabattle.client import api
 from seabattle.protocol.record import verify_record
+
+#: Trio seconds and wall seconds a test here may take (they take 12 to 35, and 1 to 4): past
+#: either it fails with a dump (``helpers_watchdog``). Entered once node a runs: its lease
+#: renewals keep the autojump clock from leaping to the deadline while a store call runs.
+VIRTUAL, REAL = 120.0, 120.0
 
 
 async def _play(
     c: api.Client, match: api.MatchHandle, shots: list[int], pause: float
 ) -> api.MatchHandle:
-    """Play like README's script, ``pause`` seconds before each call; count our calls."""
-    cells: list[str] = []
+    """Play like README's script, ``pause`` seconds before each call; count our calls.
+
+    The cells go round: a refused call (a turn the snapshot gave again, whose move was applied
+    meanwhile, is refused) must not use a cell up for good, or a ship could be left that no
+    call ever reaches, and the match would wait for ever."""
+    cells: itertools.cycle[str] | None = None
     async for ev in match.events():
         if isinstance(ev, api.GameStarted):
             await match.place()
             assert match.rules is not None
             rules = match.rules
-            cells = [
-                f"{chr(65 + col)}{row + 1}"
-                for row in range(rules.rows)
-                for col in range(rules.cols)
-            ]
+            board = [f"{chr(65 + c)}{r + 1}" for r in range(rules.rows) for c in range(rules.cols)]
+            cells = itertools.cycle(board)
         elif isinstance(ev, api.YourTurn | api.Refused):
             await trio.sleep(pause)
-            if cells:
-                await match.fire(cells.pop(0))
+            if cells is not None:
+                await match.fire(next(cells))
                 shots[0] += 1
     return match
 
@@ -43,6 +56,12 @@ async def test_a_failover_gap_is_no_lie_to_the_reference_client(
     postgres_db: str, tmp_path: Path, nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
     a, stop_a = await cluster_node(nursery, postgres_db, tmp_path, "a")
+    async with watchdog(VIRTUAL, REAL, postgres=postgres_db):
+        await _failover_gap(postgres_db, tmp_path, a)
+    stop_a.set()
+
+
+async def _failover_gap(postgres_db: str, tmp_path: Path, a: tuple[str, int]) -> None:
     handles: dict[str, api.MatchHandle] = {}
     async with trio.open_nursery() as node_b:
         b, stop_b = await cluster_node(node_b, postgres_db, tmp_path, "b")
@@ -80,4 +99,79 @@ async def test_a_failover_gap_is_no_lie_to_the_reference_client(
                 if {"seat0", "seat1"} <= roles:  # both co-signed what the new node recorded
                     break
                 await trio.sleep(0.2)
+
+
+async def _node(
+    nursery: trio.Nursery, db: str, tmp_path: Path, name: str, sweep: float
+) -> tuple[tuple[str, int], trio.Event]:
+    """:func:`~helpers.cluster_node`, with failover sweeps ``sweep`` seconds apart."""
+    from seabattle.server.app import serve  # here: the client's tests run without the server
+    from seabattle.server.cluster import ClusterConfig
+
+    stop = trio.Event()
+    timing = {**CLUSTER_TIMING, "sweep": sweep}
+    addr = await nursery.start(
+        partial(
+            serve,
+            "127.0.0.1",
+            0,
+            db_path=db,
+            key_path=tmp_path / "cluster.key",
+            node=name,
+            cluster=True,
+            cluster_config=ClusterConfig(name, **timing),
+            shutdown=stop,
+        )
+    )
+    return addr, stop
+
+
+async def test_a_move_made_before_the_takeover_waits_for_the_match(
+    postgres_db: str, tmp_path: Path, nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    """The player whose turn it is gets back in on node a before a has taken the match over (a
+    sweeps only every 30 s) and calls its shot there: the call waits for the match, goes out
+    with its snapshot, and is answered. A node without the match refuses the call
+    (NO_SUCH_MATCH); the client used to send it all the same, and the snapshot that came next
+    found it carried, owed nothing and gave no turn: the match stood still for ever."""
+    a, stop_a = await _node(nursery, postgres_db, tmp_path, "a", sweep=30.0)
+    async with watchdog(VIRTUAL, REAL, postgres=postgres_db):
+        seen: dict[str, list[api.MatchEvent]] = {"alice": [], "bob": []}
+        turn = trio.Event()
+        async with trio.open_nursery() as node_b:
+            b, stop_b = await cluster_node(node_b, postgres_db, tmp_path, "b")
+            async with (
+                api.connect(*b, name="alice", also=[a]) as alice,
+                api.connect(*b, name="bob", also=[a]) as bob,
+                trio.open_nursery() as players,
+            ):
+                host, invite = await alice.create(SMALL, "blind")
+                assert invite is not None
+                guest = await bob.join(invite)
+                mover: list[tuple[api.Client, api.MatchHandle]] = []
+
+                async def follow(name: str, c: api.Client, h: api.MatchHandle) -> None:
+                    async for ev in h.events():
+                        seen[name].append(ev)
+                        if isinstance(ev, api.GameStarted):
+                            await h.place()
+                        elif isinstance(ev, api.YourTurn) and not turn.is_set():
+                            mover.append((c, h))
+                            turn.set()
+
+                players.start_soon(follow, "alice", alice, host)
+                players.start_soon(follow, "bob", bob, guest)
+                await turn.wait()
+                stop_b.set()  # node b stops at the first turn: a takes the match over
+                c, h = mover[0]
+                name = "alice" if c is alice else "bob"
+                while c._at != a or not c._online:  # back on node a (not yet in the match)
+                    await trio.sleep(0.05)
+                assert not any(isinstance(ev, api.Resumed) for ev in seen[name]), "taken over"
+                await h.fire("A1")
+                while not any(isinstance(ev, api.ShotResult) for ev in seen[name]):
+                    await trio.sleep(0.1)
+                assert not [ev for ev in seen[name] if isinstance(ev, api.Refused)]
+                assert any(isinstance(ev, api.Resumed) for ev in seen[name])
+                players.cancel_scope.cancel()
     stop_a.set()
