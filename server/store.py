@@ -102,6 +102,14 @@ __all__ = [
 #: which the cluster's sweep waits out (``Cluster.may_sweep``).
 POOL_WAIT = 5.0
 
+#: Seconds a PostgreSQL statement waits for a row (or advisory) lock before it fails, as a
+#: transient error that its caller retries like a store that is away. A lock is held for a few
+#: milliseconds by a transaction that runs; one held longer is held by a session that does not
+#: finish (one whose client stopped mid-statement), and a call that waited for ever would keep
+#: its pooled connection and worker thread: four such and the node renews no lease, writes no
+#: journal and cannot even learn that its matches were taken over.
+LOCK_WAIT = 10.0
+
 
 def transient(err: BaseException) -> bool:
     """Whether ``err`` says the store is away for a while (unreachable, restarting, out of disk
@@ -206,11 +214,15 @@ def _open_postgres(url: str, size: int, app: str = "seabattle") -> ConnectionPoo
         # locks for as long as it is stopped, and the takeover that must fence it out would wait
         # on them: the server ends such a session after 5 s idle in a transaction, and the
         # stopped node finds its connection gone (a transient error) when it wakes.
-        idle = "-c idle_in_transaction_session_timeout=5000"
-        params["options"] = f"{params['options']} {idle}" if params.get("options") else idle
+        # And no statement waits for a lock longer than LOCK_WAIT.
+        opts = "-c idle_in_transaction_session_timeout=5000"
+        opts += f" -c lock_timeout={int(LOCK_WAIT * 1000)}"
+        params["options"] = f"{params['options']} {opts}" if params.get("options") else opts
         conninfo = make_conninfo("", **params)
         # One connection first: it says clearly what is wrong, where a pool would only time out.
         with psycopg.connect(conninfo, autocommit=True) as conn:
+            # Another node's migration is waited for, however long it takes.
+            conn.execute("SET lock_timeout = 0")
             migrate(conn, POSTGRES)
         pool = ConnectionPool(
             conninfo,
