@@ -5,6 +5,7 @@ statement) would keep every statement that needs the row waiting, and with it a 
 connection and a worker thread for each: a node whose lease renewals wait so cannot serve, nor
 learn that its matches were taken over. Past ``LOCK_WAIT`` such a statement fails as the store
 being away (`transient`), which its caller retries; the lock gone, the same call goes through.
+And a test that waits on a lock all the same fails, saying on what (``helpers_watchdog``).
 """
 
 from __future__ import annotations
@@ -55,3 +56,32 @@ async def test_a_lock_held_by_a_session_that_does_not_finish_is_waited_for_a_whi
             await trio.to_thread.run_sync(holder.close)
         # The lock gone, the same call goes through on the same pool.
         assert await store.renew_lease("a", NOW_MS + 20_000)
+
+
+async def test_the_watchdog_fails_a_test_that_waits_on_a_lock_and_says_on_what(
+    postgres_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a test that hangs in real I/O gets from ``helpers_watchdog``: past the wall-clock
+    deadline a failure naming the statement that waits and the session it waits on, and the
+    sessions ended, so that the waiting worker thread returns and the test unwinds."""
+    import psycopg
+    from helpers_watchdog import Hung, watchdog
+
+    monkeypatch.setattr(store_module, "LOCK_WAIT", 600.0, raising=False)  # as good as for ever
+    async with Store.open(postgres_db) as store:
+        await store.register_node("a", "127.0.0.1:7001", KEY, NOW_MS + 10_000, NOW_MS)
+        holder = await trio.to_thread.run_sync(psycopg.connect, postgres_db)
+        try:
+            await trio.to_thread.run_sync(
+                holder.execute, "UPDATE nodes SET addr = addr WHERE name = 'a'"
+            )
+            with pytest.raises(Hung) as caught:
+                async with watchdog(1000.0, 1.0, postgres=postgres_db):
+                    await store.renew_lease("a", NOW_MS + 20_000)
+        finally:
+            await trio.to_thread.run_sync(holder.close)
+        said = str(caught.value)
+        assert "past 1 s of real time" in said
+        assert "in renew_lease" in said  # where the test's task stood
+        assert "waits Lock/" in said and "UPDATE nodes SET lease_until" in said
+        assert isinstance(caught.value.__cause__, psycopg.OperationalError)  # its session ended
