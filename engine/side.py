@@ -115,8 +115,8 @@ class Side:
             self.turn = None
             self.shots.append(ev)
             feed_view(self.view, self.rules, ev.cells, ev.radar, ev.verdict)
-            for c in ev.crossed:
-                self.view.crossed(c)
+            if ev.crossed:
+                self.view.crossed(*ev.crossed)
             if not ev.radar:
                 self.fired.update(ev.cells)
             self.crossed.update(ev.crossed)

@@ -51,6 +51,7 @@ class _Geometry(NamedTuple):
     ring: tuple[tuple[int, ...], ...]  # the up to 8 neighbours of every cell index
     corners: tuple[tuple[int, ...], ...]  # the up to 4 diagonal neighbours
     near: tuple[int, ...]  # the ring of every cell index as a mask
+    within: tuple[int, ...]  # [k]: the cells with k more cells to their right on the grid
 
 
 @functools.lru_cache(maxsize=32)
@@ -61,7 +62,11 @@ def _geometry(rows: int, cols: int) -> _Geometry:
         ring.append(tuple(n.index(cols) for n in c.neighbours(rows, cols)))
         corners.append(tuple(n.index(cols) for n in c.corners(rows, cols)))
     near = tuple(sum(1 << j for j in r) for r in ring)
-    return _Geometry(tuple(ring), tuple(corners), near)
+    within = tuple(
+        sum(1 << i for i in range(rows * cols) if i % cols + k < cols)
+        for k in range(max(rows, cols) + 1)  # a ship may be longer than a row, down
+    )
+    return _Geometry(tuple(ring), tuple(corners), near, within)
 
 
 # One straight placement of a ship: (cells mask, mask of the 8-neighbour border, cell indices).
@@ -239,9 +244,10 @@ class TargetView:
             self._radar_found.append(area)
         self._settle()
 
-    def crossed(self, cell: Cell) -> None:
-        """The rules crossed ``cell`` out: no ship can be there."""
-        self._water(cell.index(self._cols))
+    def crossed(self, *cells: Cell) -> None:
+        """The rules crossed ``cells`` out: no ship can be there."""
+        for cell in cells:
+            self._water(cell.index(self._cols))
         self._settle()
 
     # -- inference -------------------------------------------------------------------------------
@@ -369,6 +375,8 @@ class TargetView:
         if not hits:
             return False  # hunting: nothing to settle (the common case, and called every fact)
         longest = max((self.rules.fleet[k].length for k in self._afloat), default=0)
+        if self.rules.sunk is not SunkReport.SILENT and not self._has_straight(hits, longest):
+            return False  # no run as long as a ship afloat: no end of one can be water yet
         # What the runs' inference reads: the hits, the states of the cells around them, the
         # longest ship afloat. Unchanged since it last changed nothing (a miss far from every
         # hit, most facts), it would change nothing again: it runs on every fact, so skip it.
@@ -424,6 +432,17 @@ class TargetView:
         if not changed:
             self._runs_fixed = key
         return changed
+
+    def _has_straight(self, hits: int, length: int) -> bool:
+        """Whether ``length`` hits lie in a row, across or down (on masks: a shift a cell)."""
+        if length <= 1:
+            return length == 1 and bool(hits)
+        cols, within = self._cols, self._geo.within
+        across = down = hits
+        for k in range(1, length):
+            across &= (hits >> k) & within[k]
+            down &= hits >> (k * cols)
+        return bool(across or down)
 
 
 def feed_view(view: Any, rules: RuleSet, cells: Sequence[Cell], radar: bool, v: Verdict) -> None:
