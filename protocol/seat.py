@@ -332,8 +332,10 @@ class Seat:
 
     def carried(self, msg: m.Message, epoch: int) -> None:
         """The shell's connection ``epoch`` carried ``msg`` (one this seat gave it to send)."""
-        if any(u is msg for u in self._unacked):
-            self._carried[id(msg)] = epoch
+        for u in self._unacked:  # a loop, not any(): every message sent passes here
+            if u is msg:
+                self._carried[id(msg)] = epoch
+                break
         if isinstance(msg, m.Fire | m.Radar):
             mv = self._moves.get(msg.seq)
             if mv is not None and mv.msg is msg:
@@ -471,9 +473,11 @@ class Seat:
         self._carried.clear()
 
     def _ack(self, kind: type[m.Message]) -> None:
-        self._unacked = [u for u in self._unacked if not isinstance(u, kind)]
-        kept = {id(u) for u in self._unacked}
-        self._carried = {k: e for k, e in self._carried.items() if k in kept}
+        unacked = [u for u in self._unacked if not isinstance(u, kind)]
+        if len(unacked) < len(self._unacked):
+            self._unacked = unacked
+            kept = {id(u) for u in unacked}
+            self._carried = {k: e for k, e in self._carried.items() if k in kept}
         self._backoff = BACKOFF
 
     # -- the mirror --------------------------------------------------------------------------

@@ -326,12 +326,13 @@ def true_answer(
 class Defender:
     """A player's own fleet under fire: answers shots honestly, with the proofs the rules allow."""
 
-    __slots__ = ("committed", "hit", "rules")
+    __slots__ = ("_cells", "committed", "hit", "rules")
 
     def __init__(self, committed: Committed) -> None:
         self.committed = committed
         self.rules = committed.rules
         self.hit: set[int] = set()
+        self._cells = self.rules.fleet_cells  # a sum over the fleet: read after every shot
 
     def answer(self, shot: Shot) -> Verdict:
         """The honest verdict on ``shot``, with openings; records the hits."""
@@ -354,9 +355,9 @@ class Defender:
         for c, t in zip(shot.cells, truth, strict=True):
             opening = self.committed.open_cell(c.index(rules.cols))
             results.append(
-                CellResult(t.result, opening, next(claim_iter) if t.result is Result.SUNK else None)
+                new_result(t.result, opening, next(claim_iter) if t.result is _SUNK else None)
             )
-        return Verdict(shot.n, results=tuple(results))
+        return new_verdict(shot.n, tuple(results), None, (), None)
 
     def _claim(self, ship: int) -> SunkClaim:
         if self.rules.sunk is SunkReport.SHOWN:
@@ -379,4 +380,4 @@ class Defender:
     @property
     def destroyed(self) -> bool:
         """Whether every ship cell has been hit."""
-        return len(self.hit) == self.rules.fleet_cells
+        return len(self.hit) == self._cells
