@@ -17,6 +17,9 @@ engine (``random``, the built-in that reads only the cells still unknown):
 3. *the arena through a local server* (``--server``): a ``seabattle serve`` process on this
    machine (SQLite in a temporary folder), every game a real match between two clients, at
    concurrency 1 and 8.
+
+The bar (issue 38: the in-process arena within 2x of the referee) is judged on a ratio of its
+own: 1 and 2 in short alternating rounds, each in CPU time, the median of the rounds' ratios.
 """
 
 from __future__ import annotations
@@ -151,10 +154,30 @@ def _serve_process(folder: Path) -> tuple[subprocess.Popen[str], tuple[str, int]
 @click.option("--games", default=200, show_default=True, help="Games a figure (in process).")
 @click.option("--server-games", default=40, show_default=True, help="Games through the server.")
 @click.option("--runs", default=3, show_default=True, help="Runs of each figure: the median.")
+@click.option(
+    "--rounds", default=20, show_default=True, help="Alternating rounds for the bar's ratio."
+)
 @click.option("--json", "as_json", is_flag=True)
-def main(rules: str, mode: str, games: int, server_games: int, runs: int, as_json: bool) -> None:
+def main(
+    rules: str, mode: str, games: int, server_games: int, runs: int, rounds: int, as_json: bool
+) -> None:
     """Games per second: the pure referee alone, the in-process arena, the arena on a server."""
     report: dict[str, Any] = {"machine": machine(), "rules": rules, "mode": mode}
+    # The bar's ratio: short rounds of each, alternating, in CPU time. On a shared machine the
+    # speed of a core drifts by tens of per cent within a minute; a ratio of long runs taken
+    # one after the other measures that drift as much as the arena.
+    chunk = max(2, games // 10)
+    bar = []
+    for i in range(rounds):
+        r = referee_alone(rules, mode, chunk, seed=13 + i)
+        a = arena_games(rules, mode, chunk)
+        bar.append(r["games_per_cpu_s"] / a["games_per_cpu_s"])
+    report["bar"] = {
+        "rounds": rounds,
+        "games_a_round": chunk,
+        "ratio_cpu_median": statistics.median(bar),
+        "ratio_cpu_range": [min(bar), max(bar)],
+    }
     ref, trusting, checking, c8 = [], [], [], []
     for _ in range(runs):  # interleaved, so that a change of load hits every figure alike
         ref.append(referee_alone(rules, mode, games))
@@ -206,6 +229,12 @@ def main(rules: str, mode: str, games: int, server_games: int, runs: int, as_jso
             f"game, {a['games']} games, {a['faults']} faults)"
         )
     click.echo(f"referee alone / arena in process: {report['ratio']:.2f}x (runs: {runs}, medians)")
+    b = report["bar"]
+    lo, hi = b["ratio_cpu_range"]
+    click.echo(
+        f"the bar's ratio, CPU time, {b['rounds']} alternating rounds of {b['games_a_round']} "
+        f"games: {b['ratio_cpu_median']:.2f}x median ({lo:.2f}-{hi:.2f})"
+    )
 
 
 if __name__ == "__main__":
