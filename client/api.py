@@ -438,9 +438,10 @@ async def connect(
     ``reconnect_for`` seconds (0: never), at ``host:port`` and then at the addresses in ``also``
     (the other nodes of a cluster), resuming with the session's token: the match's handle says
     :class:`Reconnecting`, then :class:`Resumed` with the server's snapshot, and play goes on.
-    A move made meanwhile (``fire``, ``radar``, ``place``, ``resign``) waits for the new
-    connection, and whatever the snapshot says is still owed goes out then, a shot with its
-    ``seq`` (spec 4.7). A redirect to a node that cannot be reached sends the client back
+    A move made meanwhile (``fire``, ``radar``, ``place``, ``resign``) waits until a node gives
+    the match back (a node about to take it over after a failover may take the connection
+    first), and whatever the snapshot says is still owed goes out then, a shot with its ``seq``
+    (spec 4.7). A redirect to a node that cannot be reached sends the client back
     through the addresses it knows until a node seats it. Once it gives up, the matches' events
     end and moves and requests raise :class:`ConnectionLost`. Requests waiting for an answer
     when the connection dropped fail with :class:`ConnectionClosed`.
