@@ -1,0 +1,169 @@
+"""Reference clients on a cluster under the faults operators meet: the players' side of
+``test_faults.py``, whose players speak the raw protocol. Bugs of a client's way back (its
+resume, its mirror, a bot's refusals) show only here.
+
+* The store is stopped for three leases while 1-vs-1 matches (both modes) and a 2-vs-2 match
+  are played, and started again: the nodes cannot journal, their leases run out, every node
+  must wait for the store rather than end anything, and the players' shots fired into the
+  outage are answered once it is back.
+* The node that referees two 1-vs-1 matches (both modes) is SIGSTOPped past its lease and
+  woken (SIGCONT) once the other node took them over: the players go over, the woken node
+  writes nothing more into them.
+
+Success is judged from what the players were told against the store and the records: every
+player ends with ``match_over`` and no lie, every game ended on the board (no forfeit, no
+abort), the store says each match finished, and each record verifies. Real processes
+(``seabattle serve --node nI --cluster``), a PostgreSQL of the test's own that it stops and
+starts, real TCP.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+
+import pytest
+import trio
+from fault_play import Gate, clients, judge, node_of, play_all, record_verifies, team_match
+from seabattle.bots.play import BotResult
+from seabattle.client.api import Client, MatchHandle
+
+from bench.crash import Server
+from bench.pg import Postgres, find_bindir
+
+pytestmark = pytest.mark.slow
+
+LEASE = 2.0
+ONE = {"preset": "classic"}
+TEAM = {"preset": "classic", "team_size": 2}
+
+
+@asynccontextmanager
+async def _cluster(tmp_path: Path) -> AsyncIterator[tuple[Postgres, str, list[Server]]]:
+    """A PostgreSQL of our own (so that it can be stopped) and two nodes on it."""
+    if find_bindir() is None:
+        what = "no PostgreSQL server binaries (/usr/lib/postgresql/*/bin/initdb)"
+        if os.environ.get("CI"):
+            pytest.fail(what, pytrace=False)
+        pytest.skip(what)
+    pg = Postgres()
+    await trio.to_thread.run_sync(pg.start)
+    servers: list[Server] = []
+    try:
+        db = await trio.to_thread.run_sync(pg.create_database, "seabattle")
+        # One key for the cluster, one folder (and log) per node.
+        for i in (0, 1):
+            folder = tmp_path / f"n{i}"
+            folder.mkdir()
+            if i:
+                shutil.copy(tmp_path / "n0" / "server.key", folder / "server.key")
+            server = Server(folder, db, ("--node", f"n{i}", "--cluster", "--lease", str(LEASE)))
+            servers.append(server)
+            await trio.to_thread.run_sync(server.start)
+        yield pg, db, servers
+    finally:
+        for s in servers:
+            if s.proc is not None:
+                os.kill(s.proc.pid, signal.SIGCONT)
+            await trio.to_thread.run_sync(s.stop)
+        await trio.to_thread.run_sync(pg.close)
+
+
+async def _pair(cs: list[Client], mode: str) -> list[MatchHandle]:
+    host, guest = cs
+    handle, invite = await host.create(ONE, mode)
+    assert invite is not None
+    return [handle, await guest.join(invite)]
+
+
+async def _played(
+    handles: list[MatchHandle], gate: Gate, fault: Callable[[], Awaitable[None]]
+) -> list[BotResult]:
+    """Play every match to its end, running ``fault`` (an async function) once the gate holds
+    the first shot; ``fault`` opens the gate."""
+    results: list[BotResult] = []
+
+    async def play() -> None:
+        results.extend(await play_all(handles, gate))
+
+    with trio.fail_after(240):
+        async with trio.open_nursery() as n:
+            n.start_soon(play)
+            await gate.held.wait()
+            await fault()
+    return results
+
+
+async def _all_finished(db: str, servers: list[Server], mids: set[bytes]) -> None:
+    for mid in mids:
+        node, status = await node_of(db, mid)
+        assert status == "finished", (mid.hex(), node, status)
+        where = next(s for s in servers if node == s.extra[1])
+        await record_verifies(where.addr, mid)
+
+
+async def test_reference_clients_play_through_a_store_outage_of_three_leases(
+    tmp_path: Path,
+) -> None:
+    async with _cluster(tmp_path) as (pg, db, servers), AsyncExitStack() as stack:
+        a0, a1 = (s.addr for s in servers)
+        addrs = [a0, a1]
+        # A blind pair hosted on node 0 and joined on node 1 (it runs where it was joined), a
+        # custody pair on node 0, four players of a team match on both.
+        cs = await clients(
+            stack,
+            ["ann", "ben", "cat", "dan", "eve", "fay", "gus", "hal"],
+            [a0, a1, a0, a0, a0, a1, a0, a1],
+            addrs,
+        )
+        handles = await _pair(cs[0:2], "blind") + await _pair(cs[2:4], "custody")
+        handles += await team_match(cs[4:8], TEAM)
+        gate = Gate(after=24)
+
+        async def outage() -> None:
+            await trio.to_thread.run_sync(pg.stop, "fast")
+            gate.open.set()  # the shots now are fired into the outage
+            await trio.sleep(3 * LEASE)
+            await trio.to_thread.run_sync(pg.start)
+
+        results = await _played(handles, gate, outage)
+        assert len(results) == 8
+        judge(results)
+        await _all_finished(db, servers, {h.id for h in handles})
+        # No node gave up: both still serve.
+        assert all(s.proc is not None and s.proc.poll() is None for s in servers)
+
+
+async def test_reference_clients_play_on_after_their_node_paused_past_its_lease(
+    tmp_path: Path,
+) -> None:
+    async with _cluster(tmp_path) as (_, db, servers), AsyncExitStack() as stack:
+        a0, a1 = (s.addr for s in servers)
+        cs = await clients(stack, ["ann", "ben", "cat", "dan"], [a0, a0, a0, a0], [a0, a1])
+        handles = await _pair(cs[0:2], "blind") + await _pair(cs[2:4], "custody")
+        mids = {h.id for h in handles}
+        for mid in mids:
+            assert await node_of(db, mid) == ("n0", "playing")
+        victim = servers[0]
+        assert victim.proc is not None
+        pid = victim.proc.pid
+        gate = Gate(after=10)
+
+        async def pause() -> None:
+            os.kill(pid, signal.SIGSTOP)
+            # Past its lease: the other node takes both matches over; then it wakes.
+            for mid in mids:
+                while (await node_of(db, mid))[0] != "n1":
+                    await trio.sleep(0.2)
+            os.kill(pid, signal.SIGCONT)
+            gate.open.set()
+
+        results = await _played(handles, gate, pause)
+        assert len(results) == 4
+        judge(results)
+        await _all_finished(db, servers, mids)
+        assert victim.proc is not None and victim.proc.poll() is None  # woken, still up
