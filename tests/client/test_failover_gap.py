@@ -33,9 +33,9 @@ async def _play(
 ) -> api.MatchHandle:
     """Play like README's script, ``pause`` seconds before each call; count our calls.
 
-    The cells go round: a refused call (a turn the snapshot gave again, whose move was applied
-    meanwhile, is refused) must not use a cell up for good, or a ship could be left that no
-    call ever reaches, and the match would wait for ever."""
+    The cells go round: a refused call must not use its cell up for good, or a ship could be
+    left that no call reaches, and the match would wait for ever (CI hung so, when the calls
+    made on the node about to take the match over were refused)."""
     cells: itertools.cycle[str] | None = None
     async for ev in match.events():
         if isinstance(ev, api.GameStarted):
