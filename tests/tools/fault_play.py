@@ -5,6 +5,7 @@ fault is injected, the matches they set up on two nodes, and what they check aft
 from __future__ import annotations
 
 import random
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import Any
 
@@ -91,6 +92,24 @@ async def play_all(handles: list[MatchHandle], gate: Gate) -> list[BotResult]:
         for i in range(len(handles)):
             n.start_soon(one, i)
     return [r for r in results if r is not None]
+
+
+async def play_through(
+    handles: list[MatchHandle], gate: Gate, fault: Callable[[], Awaitable[None]]
+) -> list[BotResult]:
+    """Play every match to its end (:func:`play_all`), running ``fault`` once the gate holds
+    the first shot held back; ``fault`` opens the gate."""
+    results: list[BotResult] = []
+
+    async def play() -> None:
+        results.extend(await play_all(handles, gate))
+
+    with trio.fail_after(240):
+        async with trio.open_nursery() as n:
+            n.start_soon(play)
+            await gate.held.wait()
+            await fault()
+    return results
 
 
 async def node_of(db: str, mid: bytes) -> tuple[str | None, str]:

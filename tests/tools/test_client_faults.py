@@ -22,14 +22,21 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 import pytest
 import trio
-from fault_play import Gate, clients, judge, node_of, play_all, record_verifies, team_match
-from seabattle.bots.play import BotResult
+from fault_play import (
+    Gate,
+    clients,
+    judge,
+    node_of,
+    play_through,
+    record_verifies,
+    team_match,
+)
 from seabattle.client.api import Client, MatchHandle
 
 from bench.crash import Server
@@ -80,24 +87,6 @@ async def _pair(cs: list[Client], mode: str) -> list[MatchHandle]:
     return [handle, await guest.join(invite)]
 
 
-async def _played(
-    handles: list[MatchHandle], gate: Gate, fault: Callable[[], Awaitable[None]]
-) -> list[BotResult]:
-    """Play every match to its end, running ``fault`` (an async function) once the gate holds
-    the first shot; ``fault`` opens the gate."""
-    results: list[BotResult] = []
-
-    async def play() -> None:
-        results.extend(await play_all(handles, gate))
-
-    with trio.fail_after(240):
-        async with trio.open_nursery() as n:
-            n.start_soon(play)
-            await gate.held.wait()
-            await fault()
-    return results
-
-
 async def _all_finished(db: str, servers: list[Server], mids: set[bytes]) -> None:
     for mid in mids:
         node, status = await node_of(db, mid)
@@ -130,7 +119,7 @@ async def test_reference_clients_play_through_a_store_outage_of_three_leases(
             await trio.sleep(3 * LEASE)
             await trio.to_thread.run_sync(pg.start)
 
-        results = await _played(handles, gate, outage)
+        results = await play_through(handles, gate, outage)
         assert len(results) == 8
         judge(results)
         await _all_finished(db, servers, {h.id for h in handles})
@@ -162,7 +151,7 @@ async def test_reference_clients_play_on_after_their_node_paused_past_its_lease(
             os.kill(pid, signal.SIGCONT)
             gate.open.set()
 
-        results = await _played(handles, gate, pause)
+        results = await play_through(handles, gate, pause)
         assert len(results) == 4
         judge(results)
         await _all_finished(db, servers, mids)

@@ -19,8 +19,7 @@ from pathlib import Path
 
 import pytest
 import trio
-from fault_play import Gate, clients, judge, node_of, play_all, record_verifies, team_match
-from seabattle.bots.play import BotResult
+from fault_play import Gate, clients, judge, node_of, play_through, record_verifies, team_match
 
 from bench.crash import Server
 
@@ -31,7 +30,7 @@ RULES = {"preset": "classic", "team_size": 2}
 NAMES = ["alice", "bob", "carol", "dave"]
 
 
-async def _run(tmp_path: Path, db: str, fault: str) -> None:
+async def _run(tmp_path: Path, db: str, fault_kind: str) -> None:
     servers = [
         Server(tmp_path, db, ("--node", f"n{i}", "--cluster", "--lease", str(LEASE)))
         for i in (0, 1)
@@ -51,29 +50,24 @@ async def _run(tmp_path: Path, db: str, fault: str) -> None:
             victim = servers[0]
             assert victim.proc is not None
             gate = Gate(after=12)
-            results: list[BotResult] = []
 
-            async def play() -> None:
-                results.extend(await play_all(handles, gate))
+            async def fault() -> None:
+                assert victim.proc is not None
+                if fault_kind == "kill":
+                    await trio.to_thread.run_sync(victim.kill)
+                else:
+                    os.kill(victim.proc.pid, signal.SIGSTOP)
+                    # Paused past its lease: the other node takes the match over. The paused
+                    # one wakes holding the match in memory, finds itself fenced, and must
+                    # send its players over rather than end anything.
+                    while (await node_of(db, mid))[0] != "n1":
+                        await trio.sleep(0.2)
+                    os.kill(victim.proc.pid, signal.SIGCONT)
+                gate.open.set()
 
-            with trio.fail_after(240):
-                async with trio.open_nursery() as n:
-                    n.start_soon(play)
-                    await gate.held.wait()
-                    if fault == "kill":
-                        await trio.to_thread.run_sync(victim.kill)
-                        gate.open.set()
-                    else:
-                        os.kill(victim.proc.pid, signal.SIGSTOP)
-                        # Paused past its lease: the other node takes the match over. The
-                        # paused one wakes holding the match in memory, finds itself fenced,
-                        # and must send its players over rather than end anything.
-                        while (await node_of(db, mid))[0] != "n1":
-                            await trio.sleep(0.2)
-                        os.kill(victim.proc.pid, signal.SIGCONT)
-                        gate.open.set()
+            results = await play_through(handles, gate, fault)
             # The woken node is still up: it let go of the match, quietly.
-            if fault == "pause":
+            if fault_kind == "pause":
                 assert victim.proc is not None and victim.proc.poll() is None
         assert len(results) == 4
         judge(results)
@@ -84,7 +78,7 @@ async def _run(tmp_path: Path, db: str, fault: str) -> None:
         await record_verifies(servers[1].addr, mid)
     finally:
         for s in servers:
-            if s.proc is not None and fault == "pause":
+            if s.proc is not None and fault_kind == "pause":
                 os.kill(s.proc.pid, signal.SIGCONT)
             await trio.to_thread.run_sync(s.stop)
 
