@@ -55,6 +55,10 @@ _log = logging.getLogger("seabattle.server.workers")
 RESTART_DELAY = 1.0
 #: Seconds between a worker's looks at whether its supervisor is still there.
 PARENT_POLL = 0.5
+#: Seconds a worker asked to stop may take past its shutdown grace and last flush before it is
+#: killed: a worker that hangs, or that was stopped (SIGSTOP) and never continued, must not
+#: hold its supervisor's stop for ever.
+STOP_SLACK = 5.0
 
 
 def _reuse_socket(host: str, port: int) -> socket.socket:
@@ -142,6 +146,20 @@ async def _supervise(workers: int, base: dict[str, Any]) -> int:
             out["metrics_port"] = metrics_port + i  # each worker its own: one scrape each
         return out
 
+    lim = base["limits"]
+    stop_wait = lim["shutdown_grace"] + lim["flush_timeout"] + STOP_SLACK
+
+    async def kill_late(proc: trio.Process, name: str) -> None:
+        """Once the stop is asked, give ``proc`` ``stop_wait`` seconds, then kill it."""
+        await stopping.wait()
+        await trio.sleep(stop_wait)
+        if proc.returncode is None:
+            _log.warning(
+                "worker %s did not stop %.0f s after it was asked: killed", name, stop_wait
+            )
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()  # SIGKILL ends a stopped process too
+
     def ask_all() -> None:
         for proc in procs.values():
             if proc.returncode is None:
@@ -166,23 +184,30 @@ async def _supervise(workers: int, base: dict[str, Any]) -> int:
                 assert proc.stdin is not None and proc.stdout is not None
                 await proc.stdin.send_all(json.dumps(settings(i, name)).encode())
                 await proc.stdin.aclose()
-                async for line in _lines(proc.stdout):
-                    event = json.loads(line)
-                    if event.get("event") == "listening":
-                        listening = True
-                        started[name] = event | {"pid": proc.pid}
-                        if stopping.is_set():
-                            proc.send_signal(signal.SIGTERM)  # a signal came while it started
-                        if first:
-                            task_status.started()
-                    elif event.get("event") == "stopped":
-                        totals.append(event)
-                code = await proc.wait()
+                async with trio.open_nursery() as watch:
+                    watch.start_soon(kill_late, proc, name)
+                    async for line in _lines(proc.stdout):
+                        event = json.loads(line)
+                        if event.get("event") == "listening":
+                            listening = True
+                            started[name] = event | {"pid": proc.pid}
+                            if stopping.is_set():
+                                proc.send_signal(signal.SIGTERM)  # a signal came as it started
+                            if first:
+                                task_status.started()
+                        elif event.get("event") == "stopped":
+                            totals.append(event)
+                    code = await proc.wait()
+                    watch.cancel_scope.cancel()
             finally:
                 with trio.CancelScope(shield=True):
                     if proc.returncode is None:
                         proc.send_signal(signal.SIGTERM)
-                        await proc.wait()
+                        with trio.move_on_after(stop_wait):
+                            await proc.wait()
+                        if proc.returncode is None:
+                            proc.kill()
+                            await proc.wait()
             if first and not listening:
                 # It said why on stderr, which it shares with this process.
                 failed.append(f"worker {name} did not start (exit status {code})")

@@ -161,3 +161,30 @@ async def test_a_team_match_gathers_its_members_from_both_workers(tmp_path: Path
         proc.send_signal(signal.SIGTERM)
         await trio.to_thread.run_sync(proc.communicate)
     assert proc.returncode == 0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="waits on the workers with pidfds")
+async def test_a_worker_stopped_with_sigstop_does_not_hold_the_stop(tmp_path: Path) -> None:
+    # A worker that never answers the stop (SIGSTOPped, or hung) is killed once its shutdown
+    # grace and last flush are over: the operator's SIGTERM ends the service, on its own.
+    proc, status = await trio.to_thread.run_sync(
+        _start, tmp_path, "--db", str(tmp_path / "db"), "--workers", "2"
+    )
+    pids = [w["pid"] for w in status["workers"]]
+    fds = [os.pidfd_open(pid) for pid in (proc.pid, *pids)]
+    try:
+        os.kill(pids[0], signal.SIGSTOP)
+        proc.send_signal(signal.SIGTERM)
+        with trio.fail_after(40):  # grace 5 s, flush 2 s, then 5 s more: killed at 12 s
+            for fd in fds:
+                await trio.lowlevel.wait_readable(fd)  # readable once the process has ended
+        assert proc.wait() == 0
+    finally:
+        for fd in fds:
+            os.close(fd)
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()
