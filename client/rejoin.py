@@ -48,6 +48,8 @@ _RECONNECT_MAX = 5.0
 #: lease runs out, another node takes it over), and a player asking again soon after is seated
 #: within a second or two of that (issue 33's target: lease + 5 s).
 _REASK_MAX = 1.5
+#: Seconds the graceful close of a connection left behind may take before it is closed at once.
+CLOSE_WAIT = 2.0
 
 
 class Rejoin:
@@ -155,7 +157,9 @@ class Rejoin:
             except _UNREACHED:
                 continue
             old = self._swap(wire, (host, port))
-            with trio.CancelScope(shield=True):
+            # Bounded: a TLS close sends close_notify, which a stopped node's full buffers would
+            # hold for ever; cancelled, ``aclose`` still closes the socket (trio's rule).
+            with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_WAIT):
                 await old.aclose()
             return True
 
@@ -229,7 +233,7 @@ class Rejoin:
             self._addrs.append((host, port))  # a node of the cluster: somewhere to come back to
         with trio.move_on_after(1), suppress(ConnectionClosed, trio.BrokenResourceError):
             await old.send(m.Bye("moved"))
-        with trio.CancelScope(shield=True):
+        with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_WAIT):
             await old.aclose()
 
     async def _reask(self) -> None:
