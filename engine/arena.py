@@ -272,11 +272,14 @@ def _pub(key: Ed25519PrivateKey) -> bytes:
 class _Player:
     """One engine at one seat of an in-memory match."""
 
-    __slots__ = ("crossed", "dead", "engine", "seat", "side")
+    __slots__ = ("crossed", "dead", "engine", "listens", "seat", "side")
 
     def __init__(self, engine: Engine, seat: Seat) -> None:
         self.engine = engine
         self.seat = seat
+        # Whether it is told each shot's result: a built-in engine reads its side instead, and
+        # a no-op awaited twice a shot is not free.
+        self.listens = type(engine).told is not Engine.told
         self.side: Side | None = None
         self.dead = False  # faulted: its seat resigns every game left
         self.crossed: set[int] = set()  # cells of the opponent's grid known crossed out
@@ -381,7 +384,7 @@ class _Table:
                     p.crossed |= new
                     ev = replace(ev, crossed=tuple(Cell(*divmod(i, cols)) for i in sorted(new)))
             p.side.feed(ev)
-            if not p.dead:
+            if p.listens and not p.dead:
                 try:
                     await p.engine.told(ev)
                 except EngineFault as f:

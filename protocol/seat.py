@@ -71,7 +71,7 @@ from .seat_events import (
     ShotResult,
     YourTurn,
 )
-from .verdict import Defender, Shot, Verdict
+from .verdict import Defender, Shot, Verdict, new_shot
 
 __all__ = ["Bend", "Clock", "Out", "Seat", "Tamper", "labels"]
 
@@ -579,7 +579,7 @@ class Seat:
         self._mirror_call(msg.seat, msg.member, cells, msg.radar)
         if msg.seat == self.seat or self.mode == "custody" or self.defender is None:
             return
-        self._answer(msg.game, Shot(msg.n, msg.seat, cells, msg.radar))
+        self._answer(msg.game, new_shot(msg.n, msg.seat, cells, msg.radar))
 
     def _answer(self, game: int, shot: Shot) -> None:
         """Answer ``shot`` on our fleet; with ``lean`` no verdict on it comes back, so it is
