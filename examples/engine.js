@@ -74,23 +74,28 @@ function move(req) {
   return { type: "fire", cells };
 }
 
-const rl = readline.createInterface({ input: process.stdin });
-rl.on("line", (line) => {
-  if (!line.trim()) return;
-  const req = JSON.parse(line);
-  switch (req.type) {
-    case "engine":
-      send({ type: "hello", name: "hunt.js", author: "seabattle examples", rules: [] });
-      break;
-    case "place":
-      send(place(req.rules));
-      break;
-    case "move":
-      send(move(req));
-      break;
-    case "quit":
-      process.exit(0);
-  }
-  // new_game, result and game_over need no answer.
-});
-rl.on("close", () => process.exit(0));
+const hello = { type: "hello", name: "hunt.js", author: "seabattle examples", rules: [] };
+module.exports = { hello, place, move }; // for engine_http.js, the same engine as a web service
+
+if (require.main === module) {
+  const rl = readline.createInterface({ input: process.stdin });
+  rl.on("line", (line) => {
+    if (!line.trim()) return;
+    const req = JSON.parse(line);
+    switch (req.type) {
+      case "engine":
+        send(hello);
+        break;
+      case "place":
+        send(place(req.rules));
+        break;
+      case "move":
+        send(move(req));
+        break;
+      case "quit":
+        process.exit(0);
+    }
+    // new_game, result and game_over need no answer.
+  });
+  rl.on("close", () => process.exit(0));
+}

@@ -3,6 +3,7 @@ matches through the bridge: on a real server and in peer play."""
 
 from __future__ import annotations
 
+import json
 import shlex
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from seabattle.cli.main import main
 from seabattle.client.api import MatchHandle, connect
 from seabattle.engine.base import Engine
 from seabattle.engine.bridge import EnginePlayer, EngineResult, play_engine_match
+from seabattle.engine.http import HttpEngine
 from seabattle.engine.process import ProcessEngine
 from seabattle.protocol.record import dump_record, verify_record
 from seabattle.protocol.rules import MatchFormat, preset
@@ -46,14 +48,13 @@ def seabattle_verifies(tmp_path: Path, record: dict[str, Any]) -> bool:
     return r.exit_code == 0 and r.output.startswith("OK")
 
 
-async def test_node_and_awk_engines_play_a_verified_best_of_3_on_a_server(
-    server: tuple[str, int], tmp_path: Path
-) -> None:
-    engines: list[Engine] = [ProcessEngine(NODE), ProcessEngine(AWK)]
+async def _best_of_3_on_a_server(
+    server: tuple[str, int], tmp_path: Path, engines: list[Engine]
+) -> list[str]:
+    """``engines`` play a best-of-3 on ``server``, which both verify; their names."""
     hellos = [await e.start() for e in engines]
-    assert [h.name for h in hellos] == ["hunt.js", "hunt.awk"]
     try:
-        async with connect(*server, name="js") as a, connect(*server, name="awk") as b:
+        async with connect(*server, name="one") as a, connect(*server, name="two") as b:
             pair = await quick_pair(a, b, BEST_OF_3, "blind")
             ra, rb = await both(pair, engines)
             record = await a.get_record(pair[0].id)
@@ -63,11 +64,38 @@ async def test_node_and_awk_engines_play_a_verified_best_of_3_on_a_server(
     assert ra.ended and rb.ended
     assert not ra.faults and not rb.faults and not ra.lies and not rb.lies
     assert ra.won is not rb.won and max(ra.result["wins"]) == 2
-    assert (ra.engine, rb.engine) == ("hunt.js", "hunt.awk")
+    assert [ra.engine, rb.engine] == [h.name for h in hellos]
     report = verify_record(record)
     assert report.ok, report.reason
     assert len(report.games) == ra.result["games"] >= 2
     assert seabattle_verifies(tmp_path, record)
+    return [h.name for h in hellos]
+
+
+async def test_node_and_awk_engines_play_a_verified_best_of_3_on_a_server(
+    server: tuple[str, int], tmp_path: Path
+) -> None:
+    engines: list[Engine] = [ProcessEngine(NODE), ProcessEngine(AWK)]
+    assert await _best_of_3_on_a_server(server, tmp_path, engines) == ["hunt.js", "hunt.awk"]
+
+
+async def test_the_node_web_service_plays_a_verified_best_of_3_on_a_server(
+    server: tuple[str, int], tmp_path: Path
+) -> None:
+    # examples/engine_http.js: the same engine as engine.js, over HTTP (spec/engine.md 5).
+    service = await trio.lowlevel.open_process(
+        ["node", str(ROOT / "examples" / "engine_http.js")], stdout=subprocess.PIPE
+    )
+    try:
+        assert service.stdout is not None
+        with trio.fail_after(30):
+            first = await service.stdout.receive_some(4096)
+        url = json.loads(first.decode().splitlines()[0])["listening"]
+        engines: list[Engine] = [HttpEngine(url), ProcessEngine(AWK)]
+        assert await _best_of_3_on_a_server(server, tmp_path, engines) == ["hunt.js", "hunt.awk"]
+    finally:
+        service.kill()
+        await service.wait()
 
 
 async def test_node_and_awk_engines_play_a_verified_best_of_3_in_peer_play(
