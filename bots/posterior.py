@@ -735,20 +735,6 @@ class Sampler:
         gen.total, gen.square = wsum, wsq
         return list(gen_acc) if plain else acc, wsum, wsq, gen
 
-    def recent_draws(self, least: int) -> list[tuple[int, tuple[_Lay, ...], float]]:
-        """The weighted fleets behind the last estimate, the newest generations first, whole
-        generations until at least ``least`` (or all): each fleet's cells, its ships'
-        positions and its weight in that estimate (its own weight over its generation's sum of
-        squares, as :meth:`_combine` weighs them). Where the chain answered, the draws carried
-        to that call (still consistent with its view), if any."""
-        out: list[tuple[int, tuple[_Lay, ...], float]] = []
-        for gen in reversed(self._pool):
-            k = gen.total / gen.square
-            out.extend((union, ships, w * k) for union, ships, w in gen.parts)
-            if len(out) >= least:
-                break
-        return out
-
     def _carry(self, view: TargetView) -> list[_Generation]:
         """The draws of earlier calls still consistent with ``view``: a fleet drawn for fewer
         facts, weighed for them, is a draw for these too once the fleets the new facts rule out

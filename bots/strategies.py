@@ -13,7 +13,6 @@ importable from here too.
 
 from __future__ import annotations
 
-import functools
 import math
 import random
 from collections import Counter
@@ -195,19 +194,6 @@ class DensityStrategy(Strategy):
         return _cells(view, keyed[:count])
 
 
-_LANE_BYTES = 6  # a cell's lane in a wide integer: 48 bits hold a sum of 2**24-sized weights
-
-
-@functools.lru_cache(maxsize=8)
-def _lane_table(cells: int) -> tuple[tuple[int, ...], ...]:
-    """``[j][b]``: the byte value ``b`` at byte ``j`` of a cell mask, one cell to a lane."""
-    lane = 8 * _LANE_BYTES
-    return tuple(
-        tuple(sum(1 << lane * (8 * j + k) for k in range(8) if b >> k & 1) for b in range(256))
-        for j in range((cells + 7) // 8)
-    )
-
-
 def _entropy(p: float) -> float:
     return 0.0 if p <= 0.0 or p >= 1.0 else -(p * math.log2(p) + (1 - p) * math.log2(1 - p))
 
@@ -234,22 +220,12 @@ class BestStrategy(Strategy):
     """
 
     radar_gain = 0.3
-    #: while a hit is unresolved (sinkings shown, single shots), the cells whose chance is within
-    #: this much of the likeliest one's, at most :attr:`lookahead_cells` of them, are weighed two
-    #: shots ahead (:meth:`_two_ahead`), on at least :attr:`lookahead_draws` of the sampler's
-    #: newest weighted fleets
-    lookahead_margin = 0.05
-    lookahead_cells = 0
-    lookahead_draws = 3_000
 
     def __init__(self) -> None:
         self._view: TargetView | None = None
         self._sampler = Sampler()
         self._fallback = DensityStrategy()
         self._cached: tuple[object, Estimate | None] | None = None
-        # A fleet's cells one to a lane (see :meth:`_two_ahead`), kept for one view's game.
-        self._lanes_of: TargetView | None = None
-        self._lanes: dict[int, int] = {}
 
     def estimate(self, view: TargetView, rng: random.Random) -> Estimate | None:
         """The sampler's estimate for ``view`` (computed once per state of the view)."""
@@ -289,81 +265,7 @@ class BestStrategy(Strategy):
             return self._fallback.choose(view, count, rng)
         marg = est.marginals
         keyed = sorted(_unknown_idx(view), key=lambda i: (-marg[i], rng.random()))
-        if count == 1 and view._masks[_HIT] and view.rules.sunk is SunkReport.SHOWN:
-            pick = self._two_ahead(view, marg, keyed)
-            if pick is not None:
-                return _cells(view, [pick])
         return _cells(view, keyed[:count])
-
-    def _two_ahead(self, view: TargetView, marg: list[float], keyed: list[int]) -> int | None:
-        """Of the cells within :attr:`lookahead_margin` of the likeliest (``keyed[0]``), the one
-        that hits most often over this shot and the next, the next fired greedily at what this
-        one's answer tells (a miss, a hit, or which ship it sank: where sinkings are shown, the
-        answers the sampler's weighted fleets tell apart). ``None``: one candidate only, or no
-        draws to weigh (the chain answered)."""
-        top = marg[keyed[0]]
-        cands = [i for i in keyed[: self.lookahead_cells] if marg[i] >= top - self.lookahead_margin]
-        if len(cands) < 2:
-            return None
-        draws = self._sampler.recent_draws(self.lookahead_draws)
-        big = max((w for _, _, w in draws), default=0.0)
-        if big <= 0.0:
-            return None
-        # Integer weights, and every fleet's cells spread one to a lane of a wide integer, so that
-        # a group's count on every cell at once is one sum of integers (exact, so a seed replays).
-        scale = (1 << 24) / big
-        fleets = [(u, ships, int(w * scale)) for u, ships, w in draws]
-        weight = sum(q for _, _, q in fleets)
-        if not weight:
-            return None
-        rules = view.rules
-        if self._lanes_of is not view:
-            self._lanes_of, self._lanes = view, {}
-        lanes, spread = self._lanes, _lane_table(rules.cells)
-        nbytes = (rules.cells + 7) // 8
-
-        def wide(union: int) -> int:
-            w = lanes.get(union)
-            if w is None:
-                w = 0
-                for j, b in enumerate(union.to_bytes(nbytes, "little")):
-                    if b:
-                        w += spread[j][b]
-                lanes[union] = w
-            return w
-
-        everything = 0
-        for u, _, q in fleets:
-            everything += q * wide(u)
-        hits = view._masks[_HIT]
-        unknown = view._masks[_UNKNOWN]
-        width = rules.cells * _LANE_BYTES + 8
-        best, best_v = keyed[0], -1.0
-        for c in cands:
-            bit = 1 << c
-            # What the answer tells: a miss (-2), a hit (-1), or the cells of the ship it sank.
-            groups: dict[int, int] = {}
-            hit_sum = 0
-            for u, ships, q in fleets:
-                if u & bit:
-                    m = next((x[0] for x in ships if x[0] & bit), 0)
-                    key = m if not m & ~(hits | bit) else -1
-                    x = q * wide(u)
-                    groups[key] = groups.get(key, 0) + x
-                    hit_sum += x
-            groups[-2] = everything - hit_sum
-            idx = [i for i in range(rules.cells) if unknown >> i & 1 and i != c]
-            then = 0
-            for s in groups.values():
-                b = s.to_bytes(width, "little")
-                then += max(
-                    int.from_bytes(b[_LANE_BYTES * i : _LANE_BYTES * i + _LANE_BYTES], "little")
-                    for i in idx
-                )
-            v = marg[c] + then / weight
-            if v > best_v + 1e-12:
-                best, best_v = c, v
-        return best
 
     def use_radar(self, view: TargetView, rng: random.Random) -> Cell | None:
         """The area whose answer is most uncertain, when it beats a shot (see the class)."""
