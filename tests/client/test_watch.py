@@ -149,7 +149,10 @@ async def test_watch_on_a_terminal_draws_the_shots_fired_before_it_came(tmp_path
         term = await Screen.spawn("watch", mid.hex(), "--server", f"{addr[0]}:{addr[1]}")
         try:
             with trio.fail_after(60):
-                screen = await term.expect(r"TO MOVE")
+                # Drawn down to both grids' last row: a screen is read as it is being drawn.
+                grid = rf"{RULES.rows} (?:\S ){{{RULES.cols - 1}}}\S"
+                last = rf"\n *{grid} +{grid}"
+                screen = await term.expect(r"TO MOVE[\s\S]*" + last)
                 # The snapshot's four shots are on the boards before any event came.
                 assert marks(screen) == 4, screen
                 assert re.search(r"alice.*bob", screen)
