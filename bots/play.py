@@ -27,7 +27,14 @@ __all__ = ["BotResult", "play_bot", "play_match"]
 
 #: Refusals that say no move is due now, rather than that the cells were wrong.
 _NOT_NOW = frozenset(
-    {ErrorCode.NOT_YOUR_TURN, ErrorCode.NOT_CALLER, ErrorCode.WRONG_PHASE, ErrorCode.GAME_OVER}
+    {
+        ErrorCode.NOT_YOUR_TURN,
+        ErrorCode.NOT_CALLER,
+        ErrorCode.WRONG_PHASE,
+        ErrorCode.GAME_OVER,
+        # A node that does not referee the match (yet: it is about to take it over).
+        ErrorCode.NO_SUCH_MATCH,
+    }
 )
 
 
@@ -119,8 +126,8 @@ async def play_match(
         elif isinstance(ev, ShotResult):
             last_turn = None
             feed_view(view, rules, ev.cells, ev.radar, ev.verdict)
-            for c in ev.crossed:
-                view.crossed(c)
+            if ev.crossed:
+                view.crossed(*ev.crossed)
         elif isinstance(ev, GameEnded):
             reason = ev.outcome.get("reason")
         elif isinstance(ev, MatchEnded):

@@ -261,8 +261,8 @@ class _Shell:
             g = self.game(ev.game)
             if g.outcome is None:
                 feed_view(self.view, rules, ev.cells, ev.radar, ev.verdict)
-                for c in ev.crossed:
-                    self.view.crossed(c)
+                if ev.crossed:
+                    self.view.crossed(*ev.crossed)
             self.hook("result", {"game": ev.game, "cells": list(ev.cells), "verdict": ev.verdict})
             player.shot_answered(g, seat, Shot(ev.n, seat, ev.cells, ev.radar), ev.verdict)
         elif isinstance(ev, IncomingShot):
