@@ -18,6 +18,7 @@ from rich.table import Table
 from seabattle.protocol.rules import RuleSet
 
 from .common import _hostport, _rules_arg, address_arg, console
+from .engine import MOVE_TIME
 
 if TYPE_CHECKING:
     from seabattle.engine.arena import Contender, GameResult
@@ -218,13 +219,7 @@ def _summary_json(summary: Summary) -> dict[str, Any]:
     callback=address_arg,
     help="Play every game as a real match on this server (default: an embedded referee).",
 )
-@click.option(
-    "--move-time",
-    type=float,
-    default=5.0,
-    show_default=True,
-    help="Seconds an external engine has for each answer.",
-)
+@MOVE_TIME
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def arena(
     engines: tuple[str, ...],

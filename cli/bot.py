@@ -33,7 +33,7 @@ from .common import (
     open_client,
     run_client,
 )
-from .engine import engine_option_help, started_engine
+from .engine import MOVE_TIME, engine_option_help, started_engine
 from .play import PLACEMENT
 
 if TYPE_CHECKING:
@@ -199,13 +199,7 @@ def exact_report(
     default=None,
     help="An HTTP engine: POST URL/placement and URL/move (spec/engine.md).",
 )
-@click.option(
-    "--move-time",
-    default=5.0,
-    show_default=True,
-    type=click.FloatRange(0, min_open=True),
-    help="Seconds an engine has for each answer; one that takes longer loses the game.",
-)
+@MOVE_TIME
 @PLACEMENT
 def bot(
     server: str | None,

@@ -12,13 +12,23 @@ import click
 if TYPE_CHECKING:
     from seabattle.engine.base import Engine, Hello
 
-__all__ = ["engine_from_spec", "engine_option_help", "started_engine"]
+__all__ = ["MOVE_TIME", "engine_from_spec", "engine_option_help", "started_engine"]
 
 #: The help text of an option that takes an engine.
 engine_option_help = (
     "An engine: a built-in strategy's name (best, density, hunt, random), an HTTP engine's "
     "URL (http://HOST:PORT/PATH), or a command that runs one, quoted as a shell would "
     "('node examples/engine.js'); see spec/engine.md."
+)
+
+#: ``--move-time``, one option for every command that plays an engine (bot, host/join,
+#: challenge/accept, arena).
+MOVE_TIME = click.option(
+    "--move-time",
+    default=5.0,
+    show_default=True,
+    type=click.FloatRange(0, min_open=True),
+    help="Seconds an external engine has for each answer; one that takes longer loses the game.",
 )
 
 

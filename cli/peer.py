@@ -25,7 +25,7 @@ from .common import (
     handshake_timeout,
     key_file_arg,
 )
-from .engine import engine_option_help, started_engine
+from .engine import MOVE_TIME, engine_option_help, started_engine
 from .play import LINE_OPTION, save_path
 
 if TYPE_CHECKING:
@@ -198,13 +198,6 @@ _BOT = click.option(
     help="Let a bot strategy play this side.",
 )
 _ENGINE = click.option("--engine", "engine_spec", default=None, help=engine_option_help)
-_MOVE_TIME = click.option(
-    "--move-time",
-    default=5.0,
-    show_default=True,
-    type=click.FloatRange(0, min_open=True),
-    help="Seconds an --engine has for each answer; one that takes longer loses the game.",
-)
 
 
 async def _started(spec: str, move_time: float, say: Callable[[str], None]) -> Engine:
@@ -242,7 +235,7 @@ _SAVE = click.option(
 @click.option("--rules", "rules_", default="classic", show_default=True, help="Preset or JSON.")
 @_BOT
 @_ENGINE
-@_MOVE_TIME
+@MOVE_TIME
 @_MATCHES
 @_KEY
 @_SAVE
@@ -321,7 +314,7 @@ def host_cmd(
 @click.argument("address", callback=address_arg)
 @_BOT
 @_ENGINE
-@_MOVE_TIME
+@MOVE_TIME
 @_MATCHES
 @_KEY
 @click.option("--name", default="peer", show_default=True)

@@ -12,7 +12,7 @@ import trio
 from rich.table import Table
 
 from .common import Conn, connection_options, console, open_client, run_client
-from .engine import engine_option_help, started_engine
+from .engine import MOVE_TIME, engine_option_help, started_engine
 from .lobby import _JSON, _KEY, _SERVER, _plain, _run
 
 if TYPE_CHECKING:
@@ -162,13 +162,7 @@ def _playing_options(f: Any) -> Any:
         default=None,
         help=engine_option_help + " It plays the match instead of you.",
     )(f)
-    f = click.option(
-        "--move-time",
-        type=click.FloatRange(min=0.1),
-        default=5.0,
-        show_default=True,
-        help="Seconds an --engine has for each answer; one that takes longer loses the game.",
-    )(f)
+    f = MOVE_TIME(f)
     f = click.option("--name", default="player", show_default=True, help="Your display name.")(f)
     return f
 
