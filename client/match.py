@@ -355,3 +355,4 @@ class MatchHandle:
     def _close(self) -> None:
         self._done = True
         self._send.close()
+        self.client._notify()  # a move waiting for this match to be given back goes no further
