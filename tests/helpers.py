@@ -383,10 +383,11 @@ CLUSTER_TIMING = {"lease": 4.0, "poll": 0.02, "sweep": 0.5}
 
 
 async def cluster_node(
-    nursery: trio.Nursery, db: str, tmp_path: Path, name: str
+    nursery: trio.Nursery, db: str, tmp_path: Path, name: str, **timing: float
 ) -> tuple[tuple[str, int], trio.Event]:
-    """Node ``name`` of the cluster on ``db`` in ``nursery`` (port 0, :data:`CLUSTER_TIMING`);
-    every node signs with the one key in ``tmp_path``. Its address, and its shutdown event."""
+    """Node ``name`` of the cluster on ``db`` in ``nursery`` (port 0, :data:`CLUSTER_TIMING`,
+    with ``timing``'s changes: ``sweep=30.0``); every node signs with the one key in
+    ``tmp_path``. Its address, and its shutdown event."""
     from seabattle.server.app import serve
     from seabattle.server.cluster import ClusterConfig
 
@@ -400,7 +401,7 @@ async def cluster_node(
             key_path=tmp_path / "cluster.key",
             node=name,
             cluster=True,
-            cluster_config=ClusterConfig(name, **CLUSTER_TIMING),
+            cluster_config=ClusterConfig(name, **{**CLUSTER_TIMING, **timing}),
             shutdown=stop,
         )
     )

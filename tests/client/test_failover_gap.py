@@ -12,12 +12,11 @@ no clocks, so a match that cannot end would otherwise wait for ever.
 from __future__ import annotations
 
 import itertools
-from functools import partial
 from pathlib import Path
 
 import trio
 import trio.testing
-from helpers import CLUSTER_TIMING, SMALL, cluster_node
+from helpers import SMALL, cluster_node
 from helpers_watchdog import watchdog
 from seabattle.client import api
 from seabattle.protocol.record import verify_record
@@ -101,31 +100,6 @@ async def _failover_gap(postgres_db: str, tmp_path: Path, a: tuple[str, int]) ->
                 await trio.sleep(0.2)
 
 
-async def _node(
-    nursery: trio.Nursery, db: str, tmp_path: Path, name: str, sweep: float
-) -> tuple[tuple[str, int], trio.Event]:
-    """:func:`~helpers.cluster_node`, with failover sweeps ``sweep`` seconds apart."""
-    from seabattle.server.app import serve  # here: the client's tests run without the server
-    from seabattle.server.cluster import ClusterConfig
-
-    stop = trio.Event()
-    timing = {**CLUSTER_TIMING, "sweep": sweep}
-    addr = await nursery.start(
-        partial(
-            serve,
-            "127.0.0.1",
-            0,
-            db_path=db,
-            key_path=tmp_path / "cluster.key",
-            node=name,
-            cluster=True,
-            cluster_config=ClusterConfig(name, **timing),
-            shutdown=stop,
-        )
-    )
-    return addr, stop
-
-
 async def test_a_move_made_before_the_takeover_waits_for_the_match(
     postgres_db: str, tmp_path: Path, nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
@@ -134,7 +108,7 @@ async def test_a_move_made_before_the_takeover_waits_for_the_match(
     with its snapshot, and is answered. A node without the match refuses the call
     (NO_SUCH_MATCH); the client used to send it all the same, and the snapshot that came next
     found it carried, owed nothing and gave no turn: the match stood still for ever."""
-    a, stop_a = await _node(nursery, postgres_db, tmp_path, "a", sweep=30.0)
+    a, stop_a = await cluster_node(nursery, postgres_db, tmp_path, "a", sweep=30.0)
     async with watchdog(VIRTUAL, REAL, postgres=postgres_db):
         seen: dict[str, list[api.MatchEvent]] = {"alice": [], "bob": []}
         turn = trio.Event()
