@@ -9,12 +9,14 @@ resume, its mirror, a bot's refusals) show only here.
 * The node that referees two 1-vs-1 matches (both modes) is SIGSTOPped past its lease and
   woken (SIGCONT) once the other node took them over: the players go over, the woken node
   writes nothing more into them.
+* Under ``serve --workers 2``, the worker that referees two 1-vs-1 matches is SIGKILLed; its
+  supervisor starts it again, and the matches are taken up where they were.
 
 Success is judged from what the players were told against the store and the records: every
 player ends with ``match_over`` and no lie, every game ended on the board (no forfeit, no
 abort), the store says each match finished, and each record verifies. Real processes
-(``seabattle serve --node nI --cluster``), a PostgreSQL of the test's own that it stops and
-starts, real TCP.
+(``seabattle serve --node nI --cluster``, ``serve --workers``), a PostgreSQL of the test's own
+that it stops and starts, real TCP.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import os
 import shutil
 import signal
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -50,8 +52,11 @@ TEAM = {"preset": "classic", "team_size": 2}
 
 
 @asynccontextmanager
-async def _cluster(tmp_path: Path) -> AsyncIterator[tuple[Postgres, str, list[Server]]]:
-    """A PostgreSQL of our own (so that it can be stopped) and two nodes on it."""
+async def _serving(
+    tmp_path: Path, *servers_args: tuple[str, ...]
+) -> AsyncIterator[tuple[Postgres, str, list[Server]]]:
+    """A PostgreSQL of our own (so that it can be stopped), and a ``seabattle serve`` on it for
+    each of ``servers_args`` (its options), all signing with one key."""
     if find_bindir() is None:
         what = "no PostgreSQL server binaries (/usr/lib/postgresql/*/bin/initdb)"
         if os.environ.get("CI"):
@@ -62,13 +67,13 @@ async def _cluster(tmp_path: Path) -> AsyncIterator[tuple[Postgres, str, list[Se
     servers: list[Server] = []
     try:
         db = await trio.to_thread.run_sync(pg.create_database, "seabattle")
-        # One key for the cluster, one folder (and log) per node.
-        for i in (0, 1):
-            folder = tmp_path / f"n{i}"
+        # One key for them all, one folder (and log) each.
+        for i, args in enumerate(servers_args):
+            folder = tmp_path / f"s{i}"
             folder.mkdir()
             if i:
-                shutil.copy(tmp_path / "n0" / "server.key", folder / "server.key")
-            server = Server(folder, db, ("--node", f"n{i}", "--cluster", "--lease", str(LEASE)))
+                shutil.copy(tmp_path / "s0" / "server.key", folder / "server.key")
+            server = Server(folder, db, args)
             servers.append(server)
             await trio.to_thread.run_sync(server.start)
         yield pg, db, servers
@@ -80,6 +85,13 @@ async def _cluster(tmp_path: Path) -> AsyncIterator[tuple[Postgres, str, list[Se
         await trio.to_thread.run_sync(pg.close)
 
 
+def _cluster(tmp_path: Path) -> AbstractAsyncContextManager[tuple[Postgres, str, list[Server]]]:
+    """Two nodes of a cluster (``serve --node nI --cluster``) on a PostgreSQL of our own."""
+    return _serving(
+        tmp_path, *(("--node", f"n{i}", "--cluster", "--lease", str(LEASE)) for i in (0, 1))
+    )
+
+
 async def _pair(cs: list[Client], mode: str) -> list[MatchHandle]:
     host, guest = cs
     handle, invite = await host.create(ONE, mode)
@@ -87,12 +99,13 @@ async def _pair(cs: list[Client], mode: str) -> list[MatchHandle]:
     return [handle, await guest.join(invite)]
 
 
-async def _all_finished(db: str, servers: list[Server], mids: set[bytes]) -> None:
+async def _all_finished(db: str, addr: tuple[str, int], mids: set[bytes]) -> None:
+    """Each match finished, by the store; its record (from any node: they share the store)
+    verifies."""
     for mid in mids:
         node, status = await node_of(db, mid)
         assert status == "finished", (mid.hex(), node, status)
-        where = next(s for s in servers if node == s.extra[1])
-        await record_verifies(where.addr, mid)
+        await record_verifies(addr, mid)
 
 
 async def test_reference_clients_play_through_a_store_outage_of_three_leases(
@@ -122,7 +135,7 @@ async def test_reference_clients_play_through_a_store_outage_of_three_leases(
         results = await play_through(handles, gate, outage)
         assert len(results) == 8
         judge(results)
-        await _all_finished(db, servers, {h.id for h in handles})
+        await _all_finished(db, a1, {h.id for h in handles})
         # No node gave up: both still serve.
         assert all(s.proc is not None and s.proc.poll() is None for s in servers)
 
@@ -154,5 +167,38 @@ async def test_reference_clients_play_on_after_their_node_paused_past_its_lease(
         results = await play_through(handles, gate, pause)
         assert len(results) == 4
         judge(results)
-        await _all_finished(db, servers, mids)
+        await _all_finished(db, a1, mids)
         assert victim.proc is not None and victim.proc.poll() is None  # woken, still up
+
+
+async def test_reference_clients_play_on_after_their_worker_is_killed(tmp_path: Path) -> None:
+    # serve --workers 2: the worker that referees two matches (both modes) is SIGKILLed; its
+    # supervisor starts it again, and its matches are taken up (by it, or by the other worker
+    # once the lease ran out). The players know the shared port and the other worker's own.
+    async with (
+        _serving(tmp_path, ("--workers", "2", "--lease", str(LEASE))) as (
+            _,
+            db,
+            (supervisor,),
+        ),
+        AsyncExitStack() as stack,
+    ):
+        workers = supervisor.status["workers"]
+        own = [(w["own"].rsplit(":", 1)[0], int(w["own"].rsplit(":", 1)[1])) for w in workers]
+        knows = [own[1], supervisor.addr]
+        cs = await clients(stack, ["ann", "ben", "cat", "dan"], [own[0]] * 4, knows)
+        handles = await _pair(cs[0:2], "blind") + await _pair(cs[2:4], "custody")
+        mids = {h.id for h in handles}
+        for mid in mids:
+            assert await node_of(db, mid) == (workers[0]["node"], "playing")
+
+        async def kill() -> None:
+            os.kill(workers[0]["pid"], signal.SIGKILL)
+            gate.open.set()
+
+        gate = Gate(after=10)
+        results = await play_through(handles, gate, kill)
+        assert len(results) == 4
+        judge(results)
+        await _all_finished(db, supervisor.addr, mids)
+        assert supervisor.proc is not None and supervisor.proc.poll() is None
