@@ -150,14 +150,25 @@ async def watchdog(
         tasks = got[0] if got else "(the run loop did not answer)"
         extra = f"\n\nthreads:\n{_threads()}"
         if postgres is not None:
-            extra += f"\n\nPostgreSQL sessions (ended now):\n{_postgres(postgres, end=True)}"
+            extra += f"\n\nPostgreSQL sessions (ended now):\n{_postgres(postgres, end=False)}"
         why = f"past {real:g} s of real time"
         with_all = f"{why}\n\ntrio tasks:\n{tasks}{extra}"
         print(f"\nwatchdog: {with_all}", file=sys.__stderr__, flush=True)
+        fired = threading.Event()
+
+        def fire_first() -> None:
+            fire(why, tasks + extra)
+            fired.set()
+
         try:
-            token.run_sync_soon(fire, why, tasks + extra)
+            token.run_sync_soon(fire_first)
         except trio.RunFinishedError:
             return
+        # The body is cancelled before its sessions end: the error a stuck statement then
+        # raises must reach a cancelled body (Hung), not race it out as the test's own failure.
+        fired.wait(5)
+        if postgres is not None:
+            _postgres(postgres, end=True)
         if done.wait(real):
             return
         print("\nwatchdog: the test did not unwind; exiting", file=sys.__stderr__, flush=True)

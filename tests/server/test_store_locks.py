@@ -11,6 +11,9 @@ And a test that waits on a lock all the same fails, saying on what (``helpers_wa
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
 
 import pytest
 import trio
@@ -19,6 +22,23 @@ from seabattle.server.store import Store, transient
 
 KEY = b"k" * 32
 NOW_MS = 1_800_000_000_000
+
+
+@asynccontextmanager
+async def _node_row_locked(store: Store, url: str) -> AsyncIterator[Any]:
+    """Node a registered, and a session that locks its row and then does nothing more: it never
+    commits (it is closed when the block ends, or sooner by its user)."""
+    import psycopg
+
+    await store.register_node("a", "127.0.0.1:7001", KEY, NOW_MS + 10_000, NOW_MS)
+    holder = await trio.to_thread.run_sync(psycopg.connect, url)
+    try:
+        await trio.to_thread.run_sync(
+            holder.execute, "UPDATE nodes SET addr = addr WHERE name = 'a'"
+        )
+        yield holder
+    finally:
+        await trio.to_thread.run_sync(holder.close)
 
 
 async def test_a_lock_held_by_a_session_that_does_not_finish_is_waited_for_a_while_only(
@@ -30,13 +50,7 @@ async def test_a_lock_held_by_a_session_that_does_not_finish_is_waited_for_a_whi
     # Read when the store opens; raising=False: the test must fail for the wait, not the name.
     monkeypatch.setattr(store_module, "LOCK_WAIT", wait, raising=False)
     async with Store.open(postgres_db) as store:
-        await store.register_node("a", "127.0.0.1:7001", KEY, NOW_MS + 10_000, NOW_MS)
-        # A session that locks node a's row and then does nothing more: it never commits.
-        holder = await trio.to_thread.run_sync(psycopg.connect, postgres_db)
-        try:
-            await trio.to_thread.run_sync(
-                holder.execute, "UPDATE nodes SET addr = addr WHERE name = 'a'"
-            )
+        async with _node_row_locked(store, postgres_db) as holder:
 
             async def let_go_later() -> None:
                 # Bounded even where the store waits for ever: the test then fails, not hangs.
@@ -52,8 +66,6 @@ async def test_a_lock_held_by_a_session_that_does_not_finish_is_waited_for_a_whi
                 nursery.cancel_scope.cancel()
             assert wait <= took < 10 * wait, took
             assert transient(caught.value)  # its caller tries again, as after an outage
-        finally:
-            await trio.to_thread.run_sync(holder.close)
         # The lock gone, the same call goes through on the same pool.
         assert await store.renew_lease("a", NOW_MS + 20_000)
 
@@ -69,17 +81,10 @@ async def test_the_watchdog_fails_a_test_that_waits_on_a_lock_and_says_on_what(
 
     monkeypatch.setattr(store_module, "LOCK_WAIT", 600.0, raising=False)  # as good as for ever
     async with Store.open(postgres_db) as store:
-        await store.register_node("a", "127.0.0.1:7001", KEY, NOW_MS + 10_000, NOW_MS)
-        holder = await trio.to_thread.run_sync(psycopg.connect, postgres_db)
-        try:
-            await trio.to_thread.run_sync(
-                holder.execute, "UPDATE nodes SET addr = addr WHERE name = 'a'"
-            )
+        async with _node_row_locked(store, postgres_db):
             with pytest.raises(Hung) as caught:
                 async with watchdog(1000.0, 1.0, postgres=postgres_db):
                     await store.renew_lease("a", NOW_MS + 20_000)
-        finally:
-            await trio.to_thread.run_sync(holder.close)
         said = str(caught.value)
         assert "past 1 s of real time" in said
         assert "in renew_lease" in said  # where the test's task stood
