@@ -12,6 +12,8 @@ no clocks, so a match that cannot end would otherwise wait for ever.
 from __future__ import annotations
 
 import itertools
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import trio
@@ -60,19 +62,26 @@ async def test_a_failover_gap_is_no_lie_to_the_reference_client(
     stop_a.set()
 
 
+@asynccontextmanager
+async def _match_on(
+    b: tuple[str, int], a: tuple[str, int]
+) -> AsyncIterator[tuple[api.Client, api.Client, api.MatchHandle, api.MatchHandle]]:
+    """alice and bob on node b (knowing node a too), in a blind match alice hosts there."""
+    async with (
+        api.connect(*b, name="alice", also=[a]) as alice,
+        api.connect(*b, name="bob", also=[a]) as bob,
+    ):
+        host, invite = await alice.create(SMALL, "blind")
+        assert invite is not None
+        yield alice, bob, host, await bob.join(invite)
+
+
 async def _failover_gap(postgres_db: str, tmp_path: Path, a: tuple[str, int]) -> None:
     handles: dict[str, api.MatchHandle] = {}
     async with trio.open_nursery() as node_b:
         b, stop_b = await cluster_node(node_b, postgres_db, tmp_path, "b")
         shots = [0]
-        async with (
-            api.connect(*b, name="alice", also=[a]) as alice,
-            api.connect(*b, name="bob", also=[a]) as bob,
-            trio.open_nursery() as players,
-        ):
-            host, invite = await alice.create(SMALL, "blind")
-            assert invite is not None
-            guest = await bob.join(invite)
+        async with _match_on(b, a) as (alice, bob, host, guest), trio.open_nursery() as players:
 
             async def play(name: str, c: api.Client, h: api.MatchHandle) -> None:
                 handles[name] = await _play(c, h, shots, 0.5)
@@ -115,13 +124,9 @@ async def test_a_move_made_before_the_takeover_waits_for_the_match(
         async with trio.open_nursery() as node_b:
             b, stop_b = await cluster_node(node_b, postgres_db, tmp_path, "b")
             async with (
-                api.connect(*b, name="alice", also=[a]) as alice,
-                api.connect(*b, name="bob", also=[a]) as bob,
+                _match_on(b, a) as (alice, bob, host, guest),
                 trio.open_nursery() as players,
             ):
-                host, invite = await alice.create(SMALL, "blind")
-                assert invite is not None
-                guest = await bob.join(invite)
                 mover: list[tuple[api.Client, api.MatchHandle]] = []
 
                 async def follow(name: str, c: api.Client, h: api.MatchHandle) -> None:
