@@ -125,9 +125,7 @@ async def play_match(
                 await place()
         elif isinstance(ev, ShotResult):
             last_turn = None
-            feed_view(view, rules, ev.cells, ev.radar, ev.verdict)
-            if ev.crossed:
-                view.crossed(*ev.crossed)
+            feed_view(view, rules, ev.cells, ev.radar, ev.verdict, ev.crossed)
         elif isinstance(ev, GameEnded):
             reason = ev.outcome.get("reason")
         elif isinstance(ev, MatchEnded):

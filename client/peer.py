@@ -260,9 +260,7 @@ class _Shell:
         elif isinstance(ev, ShotResult):
             g = self.game(ev.game)
             if g.outcome is None:
-                feed_view(self.view, rules, ev.cells, ev.radar, ev.verdict)
-                if ev.crossed:
-                    self.view.crossed(*ev.crossed)
+                feed_view(self.view, rules, ev.cells, ev.radar, ev.verdict, ev.crossed)
             self.hook("result", {"game": ev.game, "cells": list(ev.cells), "verdict": ev.verdict})
             player.shot_answered(g, seat, Shot(ev.n, seat, ev.cells, ev.radar), ev.verdict)
         elif isinstance(ev, IncomingShot):

@@ -114,9 +114,7 @@ class Side:
         elif isinstance(ev, ShotResult):
             self.turn = None
             self.shots.append(ev)
-            feed_view(self.view, self.rules, ev.cells, ev.radar, ev.verdict)
-            if ev.crossed:
-                self.view.crossed(*ev.crossed)
+            feed_view(self.view, self.rules, ev.cells, ev.radar, ev.verdict, ev.crossed)
             if not ev.radar:
                 self.fired.update(ev.cells)
             self.crossed.update(ev.crossed)

@@ -445,24 +445,33 @@ class TargetView:
         return bool(across or down)
 
 
-def feed_view(view: Any, rules: RuleSet, cells: Sequence[Cell], radar: bool, v: Verdict) -> None:
-    """Tell a :class:`TargetView` what verdict ``v`` on ``cells`` showed."""
+def feed_view(
+    view: Any,
+    rules: RuleSet,
+    cells: Sequence[Cell],
+    radar: bool,
+    v: Verdict,
+    crossed: Sequence[Cell] = (),
+) -> None:
+    """Tell a :class:`TargetView` what verdict ``v`` on ``cells`` showed, and the cells the
+    rules ``crossed`` out after it (all at once: one inference, not one a cell)."""
     if radar:
         if v.found is not None:
             view.radar(cells[0], rules.radar_size, v.found)
-        return
-    if v.total is not None:
+    elif v.total is not None:
         # A total hides which cells hit, but its sunk claims still name (or show) the ships.
         view.salvo_total(list(cells), v.total, [_claim(rules, k) for k in v.sunk])
-        return
-    for c, res in zip(cells, v.results, strict=True):
-        if res.result is Result.MISS:
-            view.miss(c)
-        elif res.result is Result.HIT:
-            view.hit(c)
-        else:
-            ship, shown = (None, None) if res.sunk is None else _claim(rules, res.sunk)
-            view.sunk(c, ship, shown)
+    else:
+        for c, res in zip(cells, v.results, strict=True):
+            if res.result is Result.MISS:
+                view.miss(c)
+            elif res.result is Result.HIT:
+                view.hit(c)
+            else:
+                ship, shown = (None, None) if res.sunk is None else _claim(rules, res.sunk)
+                view.sunk(c, ship, shown)
+    if crossed:
+        view.crossed(*crossed)
 
 
 def _claim(rules: RuleSet, claim: SunkClaim) -> tuple[int | None, tuple[Cell, ...] | None]:
