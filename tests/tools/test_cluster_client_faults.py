@@ -39,6 +39,7 @@ from fault_play import (
     record_verifies,
     team_match,
 )
+from seabattle.cli.common import _hostport
 from seabattle.client.api import Client, MatchHandle
 
 from bench.crash import Server
@@ -184,7 +185,7 @@ async def test_reference_clients_play_on_after_their_worker_is_killed(tmp_path: 
         AsyncExitStack() as stack,
     ):
         workers = supervisor.status["workers"]
-        own = [(w["own"].rsplit(":", 1)[0], int(w["own"].rsplit(":", 1)[1])) for w in workers]
+        own = [_hostport(w["own"]) for w in workers]
         knows = [own[1], supervisor.addr]
         cs = await clients(stack, ["ann", "ben", "cat", "dan"], [own[0]] * 4, knows)
         handles = await _pair(cs[0:2], "blind") + await _pair(cs[2:4], "custody")
