@@ -166,6 +166,20 @@ def postgres_url() -> Iterator[str]:
 
 
 @pytest.fixture
+def postgres_binaries() -> None:
+    """For a test that starts (and stops) a PostgreSQL of its own (``bench.pg.Postgres``): the
+    server's binaries and psycopg are there, or the test fails (``CI`` set) or is skipped."""
+    from bench.pg import find_bindir
+
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        _postgres_missing("psycopg is not installed (pip install -e '.[dev]')")
+    if find_bindir() is None:
+        _postgres_missing("no PostgreSQL server binaries (/usr/lib/postgresql/*/bin/initdb)")
+
+
+@pytest.fixture
 def postgres_db(postgres_url: str) -> Iterator[str]:
     """The URL of a fresh, empty database on `postgres_url`'s server, dropped after the test."""
     import psycopg

@@ -43,9 +43,9 @@ from seabattle.cli.common import _hostport
 from seabattle.client.api import Client, MatchHandle
 
 from bench.crash import Server
-from bench.pg import Postgres, find_bindir
+from bench.pg import Postgres
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("postgres_binaries")]
 
 LEASE = 2.0
 ONE = {"preset": "classic"}
@@ -58,11 +58,6 @@ async def _serving(
 ) -> AsyncIterator[tuple[Postgres, str, list[Server]]]:
     """A PostgreSQL of our own (so that it can be stopped), and a ``seabattle serve`` on it for
     each of ``servers_args`` (its options), all signing with one key."""
-    if find_bindir() is None:
-        what = "no PostgreSQL server binaries (/usr/lib/postgresql/*/bin/initdb)"
-        if os.environ.get("CI"):
-            pytest.fail(what, pytrace=False)
-        pytest.skip(what)
     pg = Postgres()
     await trio.to_thread.run_sync(pg.start)
     servers: list[Server] = []

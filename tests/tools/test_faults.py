@@ -14,7 +14,6 @@ here.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -22,19 +21,6 @@ import pytest
 import trio
 
 from bench.faults import faults_run, read_log, stray_rows
-from bench.pg import find_bindir
-
-
-@pytest.fixture
-def postgres_binaries() -> None:
-    """The harness starts PostgreSQL itself: in CI a test without its binaries fails, elsewhere
-    it is skipped (as ``conftest.postgres_url``)."""
-    pytest.importorskip("psycopg")
-    if find_bindir() is None:
-        what = "no PostgreSQL server binaries (/usr/lib/postgresql/*/bin/initdb)"
-        if os.environ.get("CI"):
-            pytest.fail(what, pytrace=False)
-        pytest.skip(what)
 
 
 def _assert_held(summary: dict[str, Any]) -> None:
