@@ -118,7 +118,16 @@ def transient(err: BaseException) -> bool:
     if isinstance(err, sqlite3.OperationalError | OSError):
         return True
     psycopg = sys.modules.get("psycopg")
-    return psycopg is not None and isinstance(err, psycopg.OperationalError)
+    if psycopg is None:
+        return False
+    if isinstance(err, psycopg.OperationalError):
+        return True
+    # The server ended the session's transaction itself, and with it the connection: a store
+    # frozen (SIGSTOP, a VM paused, an I/O stall) in the middle of a transaction finds, when it
+    # thaws, that the transaction sat idle past idle_in_transaction_session_timeout. Nothing of
+    # it was committed, so the same call may simply be made again.
+    ended = (psycopg.errors.IdleInTransactionSessionTimeout, psycopg.errors.TransactionTimeout)
+    return isinstance(err, ended)
 
 
 async def stored(call: Callable[[], Awaitable[_T]], what: str) -> _T:
