@@ -131,6 +131,8 @@ class Cluster:
         #: wall-clock seconds since which the store has answered without a break (``None``: it
         #: does not answer now)
         self._store_ok_since: float | None = None
+        #: wall-clock seconds of the store's last answer to a renewal
+        self._answered_at = 0.0
         # How long the store must have answered before this node sweeps (see may_sweep).
         self._sweep_after = config.lease
         self._problem: str | None = None
@@ -163,7 +165,7 @@ class Cluster:
         end = now + int(self.config.lease * 1000)
         await self.store.register_node(self.node, self.config.addr, public, end, now)
         self._started, self._held_until = now, end / 1000
-        self._store_ok_since = now / 1000
+        self._store_ok_since = self._answered_at = now / 1000
         _log.info("node %s registered at %s", self.node, self.config.addr)
 
     def ticket(self, player: str, match: bytes, node: str, addr: str) -> tuple[bytes, bytes]:
@@ -221,13 +223,18 @@ class Cluster:
                 return False
             finally:
                 self._asking_since = None
-            if self._store_ok_since is None:
-                self._store_ok_since = self.wall()
+            now = self.wall()
+            silent, self._answered_at = now - self._answered_at, now
+            # A store that was frozen (SIGSTOP, a paused VM, an I/O stall) fails no call: they
+            # all return late. Silent for half a lease, it was away as surely as one that
+            # refused: the other nodes' leases may look ended too, and they must renew first.
+            if self._store_ok_since is None or silent > self.config.lease / 2:
+                self._store_ok_since = now
                 # Back from an outage: every other live node renews too, but one whose renewal
                 # was waiting for a pooled connection when the store came back gets its answer
                 # (a failure) up to POOL_WAIT later, and renews one round after that.
                 self._sweep_after = max(self.config.lease, POOL_WAIT + 2 * self._every())
-                _log.warning("node %s: the store answers again", self.node)
+                _log.warning("node %s: the store answers again (after %.1f s)", self.node, silent)
             self._held_until = end / 1000
             self._problem = None
             return True

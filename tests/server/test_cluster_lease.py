@@ -107,11 +107,55 @@ async def test_a_node_cut_off_from_its_store_says_so_and_comes_back_by_itself(db
         await c.confirm()
         back = now[0]
         assert c.problem is None and not c.may_sweep()
-        now[0] += LEASE / 2
+        assert LEASE < POOL_WAIT + 1
+        await _renew_until_it_may_sweep(c, now, back + POOL_WAIT + 1)  # two renewals more
+
+
+async def _renew_until_it_may_sweep(c: Cluster, now: list[float], at: float) -> None:
+    """Renew as the node's own task does (every 0.5 s) and check that ``c`` may sweep from
+    wall-clock time ``at`` on, not before."""
+    while now[0] < at:
+        assert not c.may_sweep()
+        now[0] = min(now[0] + 0.5, at)
         await c.renew()
-        now[0] += LEASE / 2 + 0.1
-        await c.renew()
-        assert LEASE < POOL_WAIT + 1 and not c.may_sweep()
-        now[0] = back + POOL_WAIT + 1.1  # the wait, and two renewals (every 0.5 s)
-        await c.renew()
-        assert c.may_sweep()
+    assert c.may_sweep()
+
+
+class _Frozen:
+    """A store that was frozen (SIGSTOP, a paused VM): the next renewal fails nothing, it
+    returns ``seconds`` late."""
+
+    def __init__(self, store: Store, now: list[float]) -> None:
+        self.store = store
+        self.now = now
+        self.seconds = 0.0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    async def renew_lease(self, *args: Any) -> bool:
+        self.now[0] += self.seconds
+        self.seconds = 0.0
+        held: bool = await self.store.renew_lease(*args)
+        return held
+
+
+async def test_after_a_store_that_froze_no_node_sweeps_before_the_others_have_renewed(
+    db: str,
+) -> None:
+    # A frozen store refuses nothing: every node's renewal just returns late, and every lease
+    # looks ended when it thaws. The first node answered must not take the others over before
+    # their own late renewals are in.
+    async with Store.open(db) as real:
+        now = [START]
+        store = _Frozen(real, now)
+        c = Cluster(
+            store, Ed25519PrivateKey.generate(), ClusterConfig("c", lease=LEASE), lambda: now[0]
+        )  # type: ignore[arg-type]
+        await c.register()
+        await _renew_until_it_may_sweep(c, now, now[0] + LEASE)  # a whole lease of answers
+        store.seconds = 3 * LEASE
+        now[0] += 0.5
+        assert await c.renew()  # the next round's renewal, answered three leases late
+        assert c.problem is None and not c.may_sweep()
+        await _renew_until_it_may_sweep(c, now, now[0] + max(LEASE, POOL_WAIT + 1))
