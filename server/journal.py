@@ -41,7 +41,9 @@ Entries (msgpack arrays; ``t`` is wall-clock seconds, see :class:`Clock`):
 The store may blink. A batch that cannot be written because the store is away (unreachable,
 restarting, out of disk space: :func:`~.store.transient`) is written again, with back-off, for as
 long as it takes; nothing it holds back is sent meanwhile, and later rows queue behind it, so a
-journal never has a hole. While it waits the journal is *stalled* (:attr:`Journal.stalled_since`):
+journal never has a hole. A batch whose write has not returned within :data:`HANG_AFTER` (a store
+that is frozen rather than away) counts the same from then on. While it waits the journal is
+*stalled* (:attr:`Journal.stalled_since`):
 every match on this server stands still, its clocks stopped (the referees read their time through
 :meth:`Journal.frozen`), and when the batch is written each match is told how long it stood
 (``on_resume``) and journals a ``shift``. Only an error that says the batch itself is wrong ends
@@ -99,6 +101,17 @@ Row = tuple[str, int, bytes]
 
 MOVE_BYTES = 64 << 20
 """Journal file bytes moved into the store in one transaction (read whole, and sorted, first)."""
+
+HANG_AFTER = 1.0
+"""Seconds a batch may wait for the store's answer before the journal counts as stalled. A store
+that is frozen (SIGSTOP, a paused VM, an I/O stall) fails nothing: its calls just do not return.
+Its matches must stand still as they do when it is away, or a player whose turn is held back
+behind the batch would lose on time for it."""
+
+
+def real_time() -> float:
+    """Seconds on a clock that runs whatever trio's clock does (a hang is also timed on it)."""
+    return time.monotonic()
 
 
 class RowStore(Protocol):
@@ -315,18 +328,22 @@ class Journal:
         compact_every: int = 8192,
         keep_bytes: int = 256 << 20,
         leftover: FileLog | None = None,
+        hang_after: float = HANG_AFTER,
     ) -> None:
         """A journal writing to ``store``; ``direct``: the fast way for a SQLite store, its own
         connection or a file (closed when :meth:`run` ends); ``compact_every``: rows written
         between compactions (a file: between seals); ``keep_bytes``: sealed segments of a file
         kept before the oldest is moved into the store; ``leftover``:
         a file this journal does not write, moved into the store and let go on start (one that a
-        server alone on this database left, found by one that is a node of a cluster)."""
+        server alone on this database left, found by one that is a node of a cluster);
+        ``hang_after``: seconds of a write with no answer after which the journal counts as
+        stalled, timed by trio's clock and by :func:`real_time` both."""
         self.store = store
         self.window = window
         self.direct = direct
         self.leftover = leftover
         self.compact_every = compact_every
+        self.hang_after = hang_after
         self.keep_bytes = keep_bytes
         if isinstance(direct, FileLog):
             store.on_match_end(direct.ended)
@@ -334,6 +351,9 @@ class Journal:
         self._wake = trio.Event()
         self._writing = False  #: a batch is being written (what comes now waits behind it)
         self._writing_since = 0.0  #: trio time the batch being written was taken
+        self._writing_wall = 0.0  #: :func:`real_time` when the batch being written was taken
+        self._flushes = 0  #: batches taken to be written so far (the hang watch tells them apart)
+        self._began = trio.Event()  #: set when a batch is taken to be written
         self._compact = trio.Event()
         self._since = 0  #: rows written since the last compaction was asked for
         self.batches = 0  #: transactions written
@@ -410,6 +430,7 @@ class Journal:
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._compactor)
+                nursery.start_soon(self._hang_watch)
                 while True:
                     await self._wake.wait()
                     self._wake = trio.Event()
@@ -480,6 +501,9 @@ class Journal:
             return
         self._writing = True
         self._writing_since = trio.current_time()
+        self._writing_wall = real_time()
+        self._flushes += 1
+        self._began.set()
         try:
             await self._flush_batch(batch)
         finally:
@@ -499,6 +523,8 @@ class Journal:
             except Exception as err:
                 if not (transient(err) or isinstance(err, _NotYet)):
                     _log.exception("journal write failed: %d rows not stored", len(rows))
+                    if self.stalled_since is not None:
+                        self._resumed()  # the store answered: the other matches go on
                     for h in batch:
                         if h.failed is not None:
                             h.failed(False)
@@ -541,6 +567,22 @@ class Journal:
         elif direct is not None and direct.write(rows):
             return frozenset()
         return await self.store.append_journal(rows, fences or None)
+
+    async def _hang_watch(self) -> None:
+        """Count the journal as stalled once a batch's write has waited :data:`HANG_AFTER` for
+        the store without an answer (a frozen store answers neither yes nor no)."""
+        while True:
+            await self._began.wait()
+            self._began = trio.Event()
+            flush = self._flushes
+            await trio.sleep_until(self._writing_since + self.hang_after)
+            # Real time too: under a virtual clock (tests) trio's time jumps ahead while a write
+            # waits on a worker thread, and that is no hang. (Half: the two clocks' readings
+            # differ by a rounding.)
+            hung = real_time() - self._writing_wall >= self.hang_after / 2
+            if hung and self._writing and self._flushes == flush and self.stalled_since is None:
+                why = f"the store has not answered for {self.hang_after:g} s"
+                self._stalled(TimeoutError(why))
 
     def _stalled(self, err: Exception) -> None:
         self.stall_error = f"{type(err).__name__}: {' '.join(str(err).split())}"[:300]

@@ -22,7 +22,8 @@ import trio.testing
 from helpers import SMALL, Bot, connect, pair, play_both, start_server
 from seabattle.protocol import messages as m
 from seabattle.protocol.record import load_record, verify_record
-from seabattle.server.journal import DirectWriter, Journal, Row, entry
+from seabattle.server import journal as journal_module
+from seabattle.server.journal import HANG_AFTER, DirectWriter, Journal, Row, entry
 from seabattle.server.journal_file import FileLog, FileMoved
 from seabattle.server.store import Fence, Fenced, Store
 from test_store import ALICE, BOB, CAROL, NOW, RULES, seed
@@ -215,6 +216,103 @@ async def test_a_match_stands_still_while_its_moves_cannot_be_stored(
     signed = load_record(ok.data["record"])
     assert verify_record(signed).ok
     assert ba.lost == bb.lost == []  # no shot was lost on time while the match stood still
+
+
+class _Frozen(_Blinking):
+    """A store that is frozen (SIGSTOP, a paused VM) while ``frozen`` is set: a write neither
+    succeeds nor fails, it waits."""
+
+    def __init__(self) -> None:
+        super().__init__(away=0)
+        self.frozen = False
+        self.thawed = trio.Event()
+
+    async def append_journal(
+        self, rows: list[Row], fences: Mapping[str, Fence] | None = None
+    ) -> frozenset[str]:
+        if self.frozen:
+            await self.thawed.wait()
+        return await super().append_journal(rows, fences)
+
+    def thaw(self) -> None:
+        self.frozen = False
+        self.thawed.set()
+
+
+async def test_a_store_that_freezes_stalls_the_journal_as_one_that_is_away(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(journal_module, "real_time", trio.current_time)
+    store = _Frozen()
+    journal = Journal(store)
+    stood: list[float] = []
+    journal.on_resume = stood.append
+    await nursery.start(journal.run)
+    released: list[int] = []
+    store.frozen = True
+    journal.append((MID, 0, entry("tick", 0.0)), lambda: released.append(0), None)
+    await trio.sleep(HANG_AFTER / 2)
+    assert journal.stalled_since is None  # a write may take a moment
+    await trio.sleep(HANG_AFTER)
+    # No answer for HANG_AFTER: the matches stand still from then on, as when the store is away.
+    assert journal.stalled_since is not None and "not answered" in journal.stall_error
+    assert journal.frozen(trio.current_time()) == journal.stalled_since
+    journal.append((MID, 1, entry("tick", 1.0)), lambda: released.append(1), None)
+    await trio.sleep(60)
+    assert released == [] and store.rows == []
+    store.thaw()
+    with trio.fail_after(5):
+        while len(released) < 2:
+            await trio.sleep(0.1)
+    assert released == [0, 1] and [n for _, n, _ in store.rows] == [0, 1]
+    assert journal.stalled_since is None and journal.stalls == 1
+    assert stood == [pytest.approx(60 + HANG_AFTER / 2, abs=0.1)]
+
+
+async def test_a_match_stands_still_while_its_store_is_frozen(
+    tmp_path: Path,
+    nursery: trio.Nursery,
+    autojump_clock: trio.testing.MockClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The store freezes for two minutes in the middle of play, longer than the shot clock
+    # (10 s) and the answer clock (60 s): a player held back from being told that it is its
+    # turn, or that it must answer, must not lose on time for it.
+    monkeypatch.setattr(journal_module, "real_time", trio.current_time)
+    thawed = trio.Event()
+    frozen = {"on": False}
+    write = Journal._write
+
+    async def freezing(self: Journal, rows: list[Row], batch: list[Any]) -> frozenset[str]:
+        if frozen["on"]:
+            await thawed.wait()
+        return await write(self, rows, batch)
+
+    monkeypatch.setattr(Journal, "_write", freezing)
+    addr, _ = await start_server(nursery, tmp_path)
+    rules = {**SMALL, "clocks": {"shot": 10}}
+    a, b, mid = await pair(addr, nursery, rules, "blind")
+    froze = trio.Event()
+
+    def freeze() -> None:
+        frozen["on"] = True
+        froze.set()
+
+    ba, bb = _Watching(a, "blind", 1, after=2, then=freeze), _Watching(b, "blind", 2)
+    async with trio.open_nursery() as n:
+        n.start_soon(play_both, ba, bb)
+        await froze.wait()
+        await trio.sleep(120)
+        frozen["on"] = False
+        thawed.set()
+    assert ba.result is not None and bb.result is not None
+    assert not [e for e in ba.errors + bb.errors if "aborted" in e.msg]
+    reasons = [o["reason"] for o in ba.outcomes]
+    assert reasons and "shot_timeouts" not in reasons and "no_answer" not in reasons
+    assert ba.lost == bb.lost == []
+    c = await connect(addr, nursery)
+    ok = await c.request(m.GetRecord(1, mid))
+    assert isinstance(ok, m.Ok) and verify_record(load_record(ok.data["record"])).ok
 
 
 class _Watching(Bot):
