@@ -60,6 +60,13 @@ def _free_port() -> int:
         return port
 
 
+def _signal(pid: int, sig: signal.Signals) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass  # exited meanwhile
+
+
 class Postgres:
     """One PostgreSQL server in a temporary folder: :meth:`start`, :meth:`stop`, :meth:`start`
     again on the same port and data, :meth:`close` to stop it and delete the folder.
@@ -83,6 +90,7 @@ class Postgres:
         self.log = self.root / "postgres.log"
         self.port = 0
         self.proc: subprocess.Popen[bytes] | None = None
+        self._frozen: list[int] = []
         self._run_as: list[str] = []
         if shutil.which("setpriv"):
             user = ["--reuid=postgres", "--regid=postgres", "--init-groups"] if self.as_root else []
@@ -179,6 +187,33 @@ class Postgres:
                 self.proc.kill()
                 self.proc.wait()
         self.proc = None
+
+    def freeze(self) -> None:
+        """SIGSTOP the server and every process of it (a paused VM, a storage stall): its
+        clients' connections stay open, and their calls neither succeed nor fail."""
+        self._frozen = self._processes()
+        for pid in self._frozen:
+            _signal(pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        """SIGCONT what :meth:`freeze` stopped."""
+        for pid in self._frozen:
+            _signal(pid, signal.SIGCONT)
+        self._frozen = []
+
+    def _processes(self) -> list[int]:
+        """The server's process and its children (backends, writers), parents first."""
+        if self.proc is None:
+            return []
+        found, i = [self.proc.pid], 0
+        while i < len(found):
+            children = Path(f"/proc/{found[i]}/task/{found[i]}/children")
+            try:
+                found += [int(p) for p in children.read_text().split()]
+            except OSError:
+                pass  # gone meanwhile
+            i += 1
+        return found
 
     def create_database(self, name: str) -> str:
         """Create database ``name``; its URL."""

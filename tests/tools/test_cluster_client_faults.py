@@ -6,6 +6,9 @@ resume, its mirror, a bot's refusals) show only here.
   are played, and started again: the nodes cannot journal, their leases run out, every node
   must wait for the store rather than end anything, and the players' shots fired into the
   outage are answered once it is back.
+* The store is frozen (SIGSTOP) for three leases under 1-vs-1 matches whose shot clock is shorter
+  than that: the matches stand still, nobody loses on time, and no node takes another over
+  when it thaws.
 * The node that referees two 1-vs-1 matches (both modes) is SIGSTOPped past its lease and
   woken (SIGCONT) once the other node took them over: the players go over, the woken node
   writes nothing more into them.
@@ -74,6 +77,7 @@ async def _serving(
             await trio.to_thread.run_sync(server.start)
         yield pg, db, servers
     finally:
+        pg.thaw()  # a test that failed in a freeze
         for s in servers:
             if s.proc is not None:
                 os.kill(s.proc.pid, signal.SIGCONT)
@@ -88,9 +92,11 @@ def _cluster(tmp_path: Path) -> AbstractAsyncContextManager[tuple[Postgres, str,
     )
 
 
-async def _pair(cs: list[Client], mode: str) -> list[MatchHandle]:
+async def _pair(
+    cs: list[Client], mode: str, rules: dict[str, object] = ONE
+) -> list[MatchHandle]:
     host, guest = cs
-    handle, invite = await host.create(ONE, mode)
+    handle, invite = await host.create(rules, mode)
     assert invite is not None
     return [handle, await guest.join(invite)]
 
@@ -133,6 +139,37 @@ async def test_reference_clients_play_through_a_store_outage_of_three_leases(
         judge(results)
         await _all_finished(db, a1, {h.id for h in handles})
         # No node gave up: both still serve.
+        assert all(s.proc is not None and s.proc.poll() is None for s in servers)
+
+
+async def test_reference_clients_play_through_a_store_frozen_for_three_leases(
+    tmp_path: Path,
+) -> None:
+    # The database is SIGSTOPped (a paused VM, a storage stall), not stopped: the nodes' calls
+    # neither fail nor return. The matches must stand still as when the store is away (a shot
+    # clock shorter than the freeze, whose first expiry forfeits, would show it), and when it
+    # thaws, with every lease looking ended, no node takes the other's matches over.
+    clocked = {**ONE, "clocks": {"shot": 4, "max_expiries": 1}}
+    async with _cluster(tmp_path) as (pg, db, servers), AsyncExitStack() as stack:
+        a0, a1 = (s.addr for s in servers)
+        cs = await clients(stack, ["ann", "ben", "cat", "dan"], [a0, a0, a1, a1], [a0, a1])
+        handles = await _pair(cs[0:2], "blind", clocked) + await _pair(cs[2:4], "custody", clocked)
+        mids = {h.id for h in handles}
+        where = {mid: (await node_of(db, mid))[0] for mid in mids}
+        assert sorted(where.values()) == ["n0", "n1"]
+        gate = Gate(after=10)
+
+        async def freeze() -> None:
+            await trio.to_thread.run_sync(pg.freeze)
+            gate.open.set()  # the shots now are fired into the freeze
+            await trio.sleep(3 * LEASE)
+            await trio.to_thread.run_sync(pg.thaw)
+
+        results = await play_through(handles, gate, freeze)
+        assert len(results) == 4
+        judge(results)
+        await _all_finished(db, a1, mids)
+        assert {mid: (await node_of(db, mid))[0] for mid in mids} == where
         assert all(s.proc is not None and s.proc.poll() is None for s in servers)
 
 
