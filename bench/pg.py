@@ -19,6 +19,7 @@ started from the main thread: the signal follows the thread that started it.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import re
@@ -61,10 +62,8 @@ def _free_port() -> int:
 
 
 def _signal(pid: int, sig: signal.Signals) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):  # exited meanwhile
         os.kill(pid, sig)
-    except ProcessLookupError:
-        pass  # exited meanwhile
 
 
 class Postgres:
@@ -208,10 +207,8 @@ class Postgres:
         found, i = [self.proc.pid], 0
         while i < len(found):
             children = Path(f"/proc/{found[i]}/task/{found[i]}/children")
-            try:
+            with contextlib.suppress(OSError):  # gone meanwhile
                 found += [int(p) for p in children.read_text().split()]
-            except OSError:
-                pass  # gone meanwhile
             i += 1
         return found
 

@@ -92,9 +92,7 @@ def _cluster(tmp_path: Path) -> AbstractAsyncContextManager[tuple[Postgres, str,
     )
 
 
-async def _pair(
-    cs: list[Client], mode: str, rules: dict[str, object] = ONE
-) -> list[MatchHandle]:
+async def _pair(cs: list[Client], mode: str, rules: dict[str, object] = ONE) -> list[MatchHandle]:
     host, guest = cs
     handle, invite = await host.create(rules, mode)
     assert invite is not None
