@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import select
 import ssl
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import h11
@@ -34,6 +35,8 @@ from .process import START_TIME, answer_time
 from .side import Side
 
 __all__ = ["HttpEngine"]
+
+_T = TypeVar("_T")
 
 #: The largest answer body read, in bytes.
 MAX_BODY = lines.MAX_ANSWER
@@ -66,7 +69,7 @@ class HttpEngine(Engine):
         if status == 404:
             hello = Hello(self.name)
         else:
-            hello = lines.parse_hello(await self._answer("hello", status, body))
+            hello = await self._answer("hello", status, body, lines.parse_hello)
         self.hello = hello
         self.name = self._given_name or hello.name
         return hello
@@ -84,14 +87,14 @@ class HttpEngine(Engine):
         seat, game = self._game
         msg = lines.place(rules, seat, game, self.move_time)
         status, body = await self._post("placement", msg, self.move_time)
-        return lines.parse_fleet(await self._answer("placement", status, body), rules)
+        return await self._answer("placement", status, body, lambda d: lines.parse_fleet(d, rules))
 
     async def move(self, side: Side) -> Move:
         """``POST /move`` with everything ``side`` knows; the answer held to the rules."""
         seconds = answer_time(self.move_time, side.clock)
         msg = side.request(move_time=seconds, clock=side.clock)
         status, body = await self._post("move", msg, seconds)
-        return lines.parse_move(await self._answer("move", status, body), side)
+        return await self._answer("move", status, body, lambda d: lines.parse_move(d, side))
 
     async def close(self) -> None:
         """Close the kept connection, if any (a later request opens a new one)."""
@@ -99,13 +102,16 @@ class HttpEngine(Engine):
 
     # -- HTTP --------------------------------------------------------------------------------------
 
-    async def _answer(self, what: str, status: int, body: bytes) -> dict[str, Any]:
+    async def _answer(
+        self, what: str, status: int, body: bytes, parse: Callable[[dict[str, Any]], _T]
+    ) -> _T:
+        """The answer ``parse`` reads from the JSON object of a 200."""
         try:
             if status >= 500:
                 raise EngineFault("crashed", f"/{what} answered HTTP {status}: {body[:200]!r}")
             if status != 200:
                 raise EngineFault("garbage", f"/{what} answered HTTP {status}, not 200")
-            return lines.decode(body)
+            return parse(lines.decode(body))
         except EngineFault:
             # A service that failed starts afresh, as a failed process engine is started again.
             await self._drop()

@@ -311,14 +311,19 @@ async def test_bytes_after_an_answer_are_not_read_as_the_next_answer(
     assert [s["conn"] for s in svc.seen] == list(range(1, 6))
 
 
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [(b"<html>", "garbage"), (b'{"type":"fleet","ships":[]}', "illegal_fleet")],
+    ids=["garbage", "illegal_fleet"],
+)
 async def test_after_a_fault_the_next_request_has_a_new_connection(
-    nursery: trio.Nursery,
+    nursery: trio.Nursery, body: bytes, reason: str
 ) -> None:
-    svc = await service(failing("/engine/placement", 200, b"<html>"), nursery)
+    svc = await service(failing("/engine/placement", 200, body), nursery)
     async with http_engine(svc.url) as engine:
         with pytest.raises(EngineFault) as e:
             await play(engine, 0)
-        assert e.value.reason == "garbage"
+        assert e.value.reason == reason
         move = await engine.move(turn(Side(RUSSIAN, 0, 1)))
     assert [c.label() for c in move.cells] == ["A1"]
     assert [s["conn"] for s in svc.seen] == [1, 1, 2]
