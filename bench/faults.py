@@ -1,6 +1,6 @@
 """``python -m bench.faults``: the faults an operator meets, injected for real
 into a three-node cluster under running matches: a node paused past its lease and woken after
-the takeover, and the store stopped and started again.
+the takeover, the store stopped and started again, and the store frozen and thawed.
 
 Theory of operation. The harness starts a PostgreSQL of its own (:mod:`.pg`) with
 ``log_statement=mod``, the application name in ``log_line_prefix`` and commit timestamps on, and
@@ -26,6 +26,9 @@ The faults, one after another, with ``settle`` seconds of play between them:
   503. After the store's return the cluster must serve again within ``recover`` seconds, with no
   operator: every node answers 200 to ``/healthz/ready``, and a quick match between two fresh
   players on two different nodes has its first shot answered (the probe, then played to its end).
+* **freeze** (``freezes``: seconds each): SIGSTOP every PostgreSQL process (a paused VM, a storage
+  stall), SIGCONT after that long, judged as an outage. The nodes' calls neither fail nor return
+  meanwhile, and when it thaws every lease looks ended: no match may move or be aborted for it.
 
 A node that exits by itself is a failure; the harness notes it and, once the fault has been
 judged, starts it again (an operator would have to) so that the run can go on.
@@ -752,6 +755,15 @@ async def _pause(run: _Run, k: int, pauses: int, lease: float, log: Callable[[st
     return fault
 
 
+def _takeovers(run: _Run) -> int:
+    """How many times a node has found its lease taken so far (its log says so each time)."""
+    return sum(
+        (node.folder / "server.log").read_text(errors="replace").count("its lease is gone")
+        for node in run.cluster.nodes
+        if (node.folder / "server.log").exists()
+    )
+
+
 async def _outage(
     run: _Run,
     k: int,
@@ -762,15 +774,21 @@ async def _outage(
     recover: float,
     play: trio.Nursery,
     log: Callable[[str], Any],
+    freeze: bool = False,
 ) -> _Fault:
-    """Stop the store for ``seconds``, start it again; judge the nodes' health during it and
-    how soon the cluster serves again (a probe match's first shot)."""
-    fault = _Fault("outage", time.time())
+    """Stop the store for ``seconds`` (``freeze``: SIGSTOP it), start it again; judge the nodes'
+    health during it and how soon the cluster serves again (a probe match's first shot)."""
+    kind = "freeze" if freeze else "outage"
+    fault = _Fault(kind, time.time())
     before = run.aborted()
-    await trio.to_thread.run_sync(run.pg.stop, "fast")
+    taken = _takeovers(run)
+    if freeze:
+        await trio.to_thread.run_sync(run.pg.freeze)
+    else:
+        await trio.to_thread.run_sync(run.pg.stop, "fast")
     stopped = time.time()
     await trio.sleep(seconds)
-    await trio.to_thread.run_sync(run.pg.start)
+    await trio.to_thread.run_sync(run.pg.thaw if freeze else run.pg.start)
     back = time.time()
 
     first_shot = trio.Event()
@@ -781,7 +799,7 @@ async def _outage(
         # first shot is answered. Then it is played to its end and checked as any other.
         run.active += 1
         try:
-            pair = _pair("custody", run.rng, 900_000 + k)
+            pair = _pair("custody", run.rng, (900_000 if not freeze else 950_000) + k)
             links = await _open(run, pair, slot, quick=True)
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(shot, pair)
@@ -818,6 +836,7 @@ async def _outage(
             answered[name][str(code) if code is not None else "none"] += 1
     exits = _exits_since(run, fault.start)
     aborted = len(run.aborted() - before)
+    moved = _takeovers(run) - taken
     shot_s = shot_at[0] - back if shot_at else None
     ready_s = ready_at - back if ready_at is not None else None
     fault.facts = {
@@ -826,9 +845,12 @@ async def _outage(
         "first_shot_after_s": round(shot_s, 2) if shot_s is not None else None,
         "all_ready_after_s": round(ready_s, 2) if ready_s is not None else None,
         "aborted": aborted,
+        "taken_over": moved,
         "exited": exits,
     }
     problems = []
+    if moved:
+        problems.append(f"{moved} takeovers of live nodes")
     for name, counts in answered.items():
         wrong = sum(n for code, n in counts.items() if code != "503")
         if wrong:
@@ -845,7 +867,7 @@ async def _outage(
     if aborted:
         problems.append(f"{aborted} matches aborted")
     problems += [f"node {e} exited" for e in exits]
-    run.problems += [f"outage {k}: {p}" for p in problems]
+    run.problems += [f"{kind} {k}: {p}" for p in problems]
     await _restart_exited(run, fault)
 
     def fmt(v: float | None) -> str:
@@ -856,9 +878,10 @@ async def _outage(
         for name, c in answered.items()
     )
     fault.line = (
-        f"outage {k}: store stopped {back - stopped:.1f} s; ready during it: {polls}; after its"
-        f" return: first shot {fmt(shot_s)}, all ready {fmt(ready_s)}; {aborted} matches aborted;"
-        f" exited: {', '.join(exits) or 'none'}"
+        f"{kind} {k}: store {'frozen' if freeze else 'stopped'} {back - stopped:.1f} s; ready"
+        f" during it: {polls}; after its return: first shot {fmt(shot_s)}, all ready"
+        f" {fmt(ready_s)}; {aborted} matches aborted; {moved} takeovers; exited:"
+        f" {', '.join(exits) or 'none'}"
     )
     log(fault.line)
     return fault
@@ -871,6 +894,7 @@ async def faults_run(
     *,
     pauses: int = 10,
     outages: Sequence[float] = (5.0, 6.0),
+    freezes: Sequence[float] = (),
     pairs: int = 8,
     nodes: int = 3,
     lease: float = 2.0,
@@ -882,8 +906,9 @@ async def faults_run(
     seed: int = 0,
     log: Callable[[str], Any] = print,
 ) -> dict[str, Any]:
-    """Run the faults (``pauses`` pauses, then a store outage of each length in ``outages``)
-    under ``pairs`` matches on ``nodes`` nodes; the summary (``ok``: every check held)."""
+    """Run the faults (``pauses`` pauses, then a store outage of each length in ``outages``, then
+    a store freeze of each length in ``freezes``) under ``pairs`` matches on ``nodes`` nodes; the
+    summary (``ok``: every check held)."""
     rng = random.Random(seed)
     folder = Path(tempfile.mkdtemp(prefix="seabattle-faults-"))
     started = time.monotonic()
@@ -894,7 +919,7 @@ async def faults_run(
         await trio.to_thread.run_sync(pg.create_database, "seabattle")
         run = _Run(_Cluster(folder, pg, nodes, lease), pg, rng, silence)
         summary = await _run_all(
-            run, pauses, outages, pairs, lease, settle, ready_grace, recover, finish, log
+            run, pauses, outages, freezes, pairs, lease, settle, ready_grace, recover, finish, log
         )
         summary.update(
             seconds=round(time.monotonic() - started, 1), folder=str(folder), pg_log=str(pg.log)
@@ -911,6 +936,7 @@ async def _run_all(
     run: _Run,
     pauses: int,
     outages: Sequence[float],
+    freezes: Sequence[float],
     pairs: int,
     lease: float,
     settle: float,
@@ -950,8 +976,10 @@ async def _run_all(
                 for k in range(pauses):
                     faults.append(await _pause(run, k + 1, pauses, lease, log))
                     await trio.sleep(settle)
-                for k, seconds in enumerate(outages):
-                    slot = 500 + k  # its own rules: the probe pairs with no one else
+                stores = [(k, s, False) for k, s in enumerate(outages)]
+                stores += [(k, s, True) for k, s in enumerate(freezes)]
+                for i, (k, seconds, freeze) in enumerate(stores):
+                    slot = 500 + i  # its own rules: the probe pairs with no one else
                     faults.append(
                         await _outage(
                             run,
@@ -962,6 +990,7 @@ async def _run_all(
                             recover=recover,
                             play=play,
                             log=log,
+                            freeze=freeze,
                         )
                     )
                     await trio.sleep(settle)
@@ -983,7 +1012,7 @@ async def _run_all(
         if not all(p.over for p in ps) and mid not in run.aborted_seen
     ]
     return await trio.to_thread.run_sync(
-        lambda: _judge(run, faults, unfinished, audited, pauses, outages)
+        lambda: _judge(run, faults, unfinished, audited, pauses, outages, freezes)
     )
 
 
@@ -994,6 +1023,7 @@ def _judge(
     audited: list[str],
     pauses: int,
     outages: Sequence[float],
+    freezes: Sequence[float],
 ) -> dict[str, Any]:
     """The end of the run, read from the store: every match's status, every stray row."""
     problems = list(run.problems)
@@ -1022,6 +1052,7 @@ def _judge(
         "nodes": len(run.cluster.nodes),
         "pauses": pauses,
         "outages": list(outages),
+        "freezes": list(freezes),
         "faults": [{"kind": f.kind, **f.facts} for f in faults],
         "matches": len(run.checked),
         "statuses": dict(statuses),
@@ -1042,6 +1073,12 @@ def _judge(
     default="5,3L",
     show_default=True,
     help="Store outages, seconds each, comma-separated; NL is N leases.",
+)
+@click.option(
+    "--freezes",
+    default="5,3L",
+    show_default=True,
+    help="Store freezes (SIGSTOP), seconds each, as --outages.",
 )
 @click.option("--pairs", type=int, default=8, show_default=True, help="Matches played at once.")
 @click.option("--nodes", type=int, default=3, show_default=True)
@@ -1064,6 +1101,7 @@ def _judge(
 def main(
     pauses: int,
     outages: str,
+    freezes: str,
     pairs: int,
     nodes: int,
     lease: float,
@@ -1071,17 +1109,21 @@ def main(
     ready_grace: float,
     seed: int,
 ) -> None:
-    """Pause cluster nodes and stop their store under running matches; check nothing is lost,
-    no woken node writes what it no longer owns, and the cluster comes back by itself."""
-    lengths = [
-        float(v[:-1]) * lease if v.strip().endswith("L") else float(v)
-        for v in (x.strip() for x in outages.split(","))
-        if v
-    ]
+    """Pause cluster nodes, stop and freeze their store under running matches; check nothing
+    is lost, no woken node writes what it no longer owns, and the cluster comes back by itself."""
+
+    def lengths(spec: str) -> list[float]:
+        return [
+            float(v[:-1]) * lease if v.endswith("L") else float(v)
+            for v in (x.strip() for x in spec.split(","))
+            if v
+        ]
+
     summary = trio.run(
         lambda: faults_run(
             pauses=pauses,
-            outages=lengths,
+            outages=lengths(outages),
+            freezes=lengths(freezes),
             pairs=pairs,
             nodes=nodes,
             lease=lease,

@@ -71,6 +71,31 @@ async def test_a_store_outage_aborts_nothing_and_stops_no_node(
     assert all(set(polls) == {"503"} for polls in fault["ready_during"].values()), fault
 
 
+@pytest.mark.slow
+@pytest.mark.usefixtures("postgres_binaries")
+async def test_a_store_frozen_for_three_leases_aborts_nothing_and_moves_nothing() -> None:
+    # SIGSTOP, not a shutdown: the nodes' calls neither fail nor return, and when the store
+    # thaws every lease looks ended. Before, the first node answered took the others over, and
+    # a transaction ended for sitting idle through the freeze aborted its match.
+    lines: list[str] = []
+    with trio.fail_after(90):
+        summary = await faults_run(
+            pauses=0,
+            outages=(),
+            freezes=(6.0,),
+            pairs=3,
+            lease=2.0,
+            settle=2.0,
+            seed=8,
+            log=lines.append,
+        )
+    _assert_held(summary)
+    (fault,) = summary["faults"]
+    assert fault["kind"] == "freeze" and fault["taken_over"] == 0 and fault["aborted"] == 0
+    assert fault["first_shot_after_s"] <= 5 and fault["all_ready_after_s"] <= 5
+    assert all(set(polls) == {"503"} for polls in fault["ready_during"].values()), fault
+
+
 def test_the_audit_replay_finds_rows_written_for_a_match_another_node_owns() -> None:
     rows = [
         # (commit time, app, table, op, match, node, old node, old status, new status)
