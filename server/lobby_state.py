@@ -25,7 +25,7 @@ from .config import ContextLog, Limits, Peer, Timers
 from .journal import Clock, Journal, ReplayError, started
 from .metrics import Gauges, Metrics
 from .records import conclude
-from .referee import Referee, Seat
+from .referee import HOLD_FOR_PLAYERS, Referee, Seat
 from .store import Fenced, Store, stored
 from .store_journal import JournalGap
 from .store_rows import Fence, MatchRow
@@ -349,10 +349,11 @@ class LobbyState:
         see :meth:`take_up`."""
         return await self.take_up(await self.store.claim_running(self.node))
 
-    async def take_up(self, rows: list[MatchRow]) -> int:
+    async def take_up(self, rows: list[MatchRow], hold: float = 0.0) -> int:
         """Referee the running matches ``rows`` from their journals (a restart, or a failover).
 
-        A match whose journal cannot be replayed is ended as aborted, with the reason. Returns
+        A match whose journal cannot be replayed is ended as aborted, with the reason. ``hold``:
+        seconds each stands still for players not yet here (:attr:`.Referee.hold`). Returns
         how many matches go on.
         """
         taken = 0
@@ -421,6 +422,7 @@ class LobbyState:
                 continue
             if self.cluster is not None:
                 ref.on_start = self._seat_online
+            ref.hold = hold
             self._run_referee(ref)
             taken += 1
         if taken:
@@ -511,7 +513,9 @@ class LobbyState:
                     dead,
                     len(rows),
                 )
-                await self.take_up(rows)
+                # Its players may not know yet: a node that froze rather than died holds their
+                # connections open (spec 4.10).
+                await self.take_up(rows, hold=HOLD_FOR_PLAYERS)
 
     def _evict(self, mid: bytes, ref: Referee) -> None:
         """Drop the indexes' last references to a finished match no longer kept in memory."""

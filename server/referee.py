@@ -68,6 +68,12 @@ _WATCHERS = SPECTATORS | LEAN_SPECTATORS
 #: honest seat sends its reveal as soon as ``game_over`` comes, so they arrive first.
 COURTESY_WAIT = 2.0
 
+#: How long a match taken over from a node whose lease ran out stands still, its clocks stopped,
+#: for its players to find it (spec 4.10): a node that died broke their connections, but one that
+#: froze (SIGSTOP, a paused VM) holds them open, and a client notices only after 60 seconds of
+#: silence (spec 4.6). Each grace period starts again after it, as after any restart.
+HOLD_FOR_PLAYERS = 60.0
+
 
 @dataclass(slots=True)
 class Seat:
@@ -194,6 +200,11 @@ class Referee:
         #: seconds the match stood still while its inputs could not be stored: its time is
         #: trio time less this (its clocks stopped meanwhile)
         self._shift = 0.0
+        #: seconds the match is to stand still for its players once taken up (a failover)
+        self.hold = 0.0
+        #: trio time since which it stands still for its players (``None``: it does not)
+        self._held_since: float | None = None
+        self._hold_until = 0.0  #: trio time at which that stops, whoever is back
         self._begun = False  #: its task has started it (journaled its start, or taken it up)
         # A server holds thousands of referees, most never watched nor co-signed: the set of
         # spectators, the co-signatures and the ``done`` event are made when first needed.
@@ -232,10 +243,13 @@ class Referee:
 
     def _now(self) -> float:
         """The match's time: trio time less what it stood still, standing still while the
-        journal is stalled (the store is away: the match's clocks stop)."""
+        journal is stalled (the store is away: the match's clocks stop) or while it waits for
+        its players after a failover (:attr:`hold`)."""
         now = trio.current_time()
         if self._journal is not None:
             now = self._journal.frozen(now)
+        if self._held_since is not None:
+            now = min(now, self._held_since)
         return now - self._shift
 
     def resumed(self, stood: float) -> None:
@@ -243,10 +257,33 @@ class Referee:
         go on from where they stopped (journaled, so that a replay goes on alike)."""
         if self.over or self._failed or self.fenced or not self._begun:
             return  # (a match not begun yet journals its start after the stall: nothing stood)
-        self._shift += stood
-        now = self._now()
-        self._out([], ("shift", stood, now))
+        if self._held_since is not None:
+            # Still held for its players: only the part of the stall before the hold is over.
+            stood = max(0.0, self._held_since - (trio.current_time() - stood))
+        self._stand(stood)
+
+    def _stand(self, stood: float) -> None:
+        """The match stood still ``stood`` seconds: its time goes on from where it stopped."""
+        if stood > 0:
+            self._shift += stood
+            self._out([], ("shift", stood, self._now()))
         self._wake.set()
+
+    def _hold_ends(self) -> None:
+        """Stop standing still for the players (all are back, or the hold is over)."""
+        held = self._held_since
+        if held is None:
+            return
+        self._held_since = None
+        journal = self._journal
+        stalled = journal.stalled_since if journal is not None else None
+        # While the journal is stalled too the match stands on; only the part of the hold
+        # before the stall is over.
+        end = trio.current_time() if stalled is None else max(held, stalled)
+        self._stand(end - held)
+
+    def _all_back(self) -> bool:
+        return all(s.peer is not None for s in self.everyone())
 
     # -- who is who -------------------------------------------------------------------------------
 
@@ -511,6 +548,8 @@ class Referee:
         self.log.info(
             "seat %d attached (%s)", seat, peer.player[:12], extra=peer_context(peer, seat=seat)
         )
+        if self._held_since is not None and self._all_back():
+            self._hold_ends()
         self._wake.set()
 
     def detach(self, peer: Peer) -> None:
@@ -600,6 +639,10 @@ class Referee:
                     self._out(self.core.seat_gone(i, now, k), self._presence("gone", i, k, now))
         if self.on_start is not None:
             self.on_start(self)
+        if self.hold > 0 and not self._all_back():
+            self._held_since = trio.current_time()
+            self._hold_until = self._held_since + self.hold
+            self.log.info("stands still for its players for %gs (a failover)", self.hold)
 
     async def run(self) -> None:
         """Play the match to its end, then hand it to ``finish`` (record, store, ladder).
@@ -614,14 +657,19 @@ class Referee:
                     raise RuntimeError("an input could not be journaled")
                 if self.fenced:
                     return
+                if self._held_since is not None and trio.current_time() >= self._hold_until:
+                    self._hold_ends()
                 self._sleep_until = at = core.wake_at
                 standing = self._standing()
                 if standing or at > self._now():
                     # An alarm in the server's timer heap rather than a cancel scope of its own
                     # (~0.6 KB per sleeping match). A stale alarm sets an Event nobody waits on.
-                    # None while the match stands still: :meth:`resumed` wakes it.
+                    # None while the match stands still: :meth:`resumed` wakes it (or the end
+                    # of its hold for the players).
                     if at < math.inf and not standing:
                         self._timers.add(_Alarm(self._wake), at + self._shift)
+                    if self._held_since is not None:
+                        self._timers.add(_Alarm(self._wake), self._hold_until)
                     await self._wake.wait()
                     self._wake = trio.Event()
                 self._sleep_until = -math.inf
@@ -664,7 +712,10 @@ class Referee:
                 self._wake = trio.Event()
 
     def _standing(self) -> bool:
-        """Whether the match stands still (the journal is stalled)."""
+        """Whether the match stands still (the journal is stalled, or it waits for its players
+        after a failover)."""
+        if self._held_since is not None:
+            return True
         return self._journal is not None and self._journal.stalled_since is not None
 
     # -- co-signatures ----------------------------------------------------------------------------

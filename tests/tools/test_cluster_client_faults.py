@@ -233,3 +233,49 @@ async def test_reference_clients_play_on_after_their_worker_is_killed(tmp_path: 
         judge(results)
         await _all_finished(db, supervisor.addr, mids)
         assert supervisor.proc is not None and supervisor.proc.poll() is None
+
+
+async def test_reference_clients_play_on_after_their_worker_paused_past_its_lease(
+    tmp_path: Path,
+) -> None:
+    # serve --workers 2: the worker that referees two matches is SIGSTOPped past its lease and
+    # woken once the other worker took them over. The players know only the shared port, which
+    # the kernel may still hand a new connection of theirs to the stopped worker's backlog.
+    async with (
+        _serving(tmp_path, ("--workers", "2", "--lease", str(LEASE))) as (
+            _,
+            db,
+            (supervisor,),
+        ),
+        AsyncExitStack() as stack,
+    ):
+        workers = supervisor.status["workers"]
+        own = [_hostport(w["own"]) for w in workers]
+        cs = await clients(stack, ["ann", "ben", "cat", "dan"], [own[0]] * 4, [supervisor.addr])
+        handles = await _pair(cs[0:2], "blind") + await _pair(cs[2:4], "custody")
+        mids = {h.id for h in handles}
+        for mid in mids:
+            assert await node_of(db, mid) == (workers[0]["node"], "playing")
+        pid = workers[0]["pid"]
+
+        async def pause() -> None:
+            os.kill(pid, signal.SIGSTOP)
+            gate.open.set()  # the shots now are fired into the stopped worker
+            try:
+                for mid in mids:
+                    while (await node_of(db, mid))[0] != workers[1]["node"]:
+                        await trio.sleep(0.2)
+                # Play goes on on the other worker before this one wakes.
+                moved = gate.fired
+                with trio.fail_after(150):
+                    while gate.fired < moved + 8:
+                        await trio.sleep(0.2)
+            finally:
+                os.kill(pid, signal.SIGCONT)
+
+        gate = Gate(after=10)
+        results = await play_through(handles, gate, pause)
+        assert len(results) == 4
+        judge(results)
+        await _all_finished(db, supervisor.addr, mids)
+        assert supervisor.proc is not None and supervisor.proc.poll() is None
