@@ -180,32 +180,40 @@ async def test_a_match_stands_still_while_its_moves_cannot_be_stored(
     # The disk fills up for two minutes, longer than the shot clock (10 s) and the answer clock
     # (60 s): the match stands still, its clocks with it, and goes on when space is back; nobody
     # is told "aborted", nobody loses on time, and the record holds every verdict told.
-    disk = {"full": False}
+    disk: dict[str, bool] = {}
     write = FileLog.write
 
     def filling(self: FileLog, rows: Sequence[Row]) -> bool:
-        if disk["full"]:
+        if disk.get("full"):
             raise OSError(errno.ENOSPC, "No space left on device")
         return write(self, rows)
 
     monkeypatch.setattr(FileLog, "write", filling)
+    await _two_minutes_of(nursery, tmp_path, lambda: disk.update(full=True), disk.clear)
+
+
+async def _two_minutes_of(
+    nursery: trio.Nursery, tmp_path: Path, begin: Callable[[], None], end: Callable[[], None]
+) -> None:
+    """A blind match with a shot clock of 10 s through a fault of the store: ``begin`` makes it
+    the moment the first player has been told its second verdict (the player to move fires into
+    it), ``end`` ends it two minutes later. The match stands still meanwhile: nobody is told
+    "aborted", nobody loses on time, and the record holds every verdict told."""
     addr, _ = await start_server(nursery, tmp_path)
     rules = {**SMALL, "clocks": {"shot": 10}}
     a, b, mid = await pair(addr, nursery, rules, "blind")
-    # The disk fills up the moment the first player has been told its second verdict, in the
-    # middle of play: the player to move fires into a server that cannot store it.
-    filled = trio.Event()
+    began = trio.Event()
 
-    def fill() -> None:
-        disk["full"] = True
-        filled.set()
+    def fault() -> None:
+        begin()
+        began.set()
 
-    ba, bb = _Watching(a, "blind", 1, after=2, then=fill), _Watching(b, "blind", 2)
+    ba, bb = _Watching(a, "blind", 1, after=2, then=fault), _Watching(b, "blind", 2)
     async with trio.open_nursery() as n:
         n.start_soon(play_both, ba, bb)
-        await filled.wait()
+        await began.wait()
         await trio.sleep(120)
-        disk["full"] = False
+        end()
     assert ba.result is not None and bb.result is not None
     assert not [e for e in ba.errors + bb.errors if "aborted" in e.msg]
     reasons = [o["reason"] for o in ba.outcomes]
@@ -280,39 +288,16 @@ async def test_a_match_stands_still_while_its_store_is_frozen(
     # turn, or that it must answer, must not lose on time for it.
     monkeypatch.setattr(journal_module, "real_time", trio.current_time)
     thawed = trio.Event()
-    frozen = {"on": False}
+    frozen: dict[str, bool] = {}
     write = Journal._write
 
     async def freezing(self: Journal, rows: list[Row], batch: list[Any]) -> frozenset[str]:
-        if frozen["on"]:
+        if frozen.get("on") and not thawed.is_set():
             await thawed.wait()
         return await write(self, rows, batch)
 
     monkeypatch.setattr(Journal, "_write", freezing)
-    addr, _ = await start_server(nursery, tmp_path)
-    rules = {**SMALL, "clocks": {"shot": 10}}
-    a, b, mid = await pair(addr, nursery, rules, "blind")
-    froze = trio.Event()
-
-    def freeze() -> None:
-        frozen["on"] = True
-        froze.set()
-
-    ba, bb = _Watching(a, "blind", 1, after=2, then=freeze), _Watching(b, "blind", 2)
-    async with trio.open_nursery() as n:
-        n.start_soon(play_both, ba, bb)
-        await froze.wait()
-        await trio.sleep(120)
-        frozen["on"] = False
-        thawed.set()
-    assert ba.result is not None and bb.result is not None
-    assert not [e for e in ba.errors + bb.errors if "aborted" in e.msg]
-    reasons = [o["reason"] for o in ba.outcomes]
-    assert reasons and "shot_timeouts" not in reasons and "no_answer" not in reasons
-    assert ba.lost == bb.lost == []
-    c = await connect(addr, nursery)
-    ok = await c.request(m.GetRecord(1, mid))
-    assert isinstance(ok, m.Ok) and verify_record(load_record(ok.data["record"])).ok
+    await _two_minutes_of(nursery, tmp_path, lambda: frozen.update(on=True), thawed.set)
 
 
 class _Watching(Bot):

@@ -14,6 +14,9 @@ resume, its mirror, a bot's refusals) show only here.
   writes nothing more into them.
 * Under ``serve --workers 2``, the worker that referees two 1-vs-1 matches is SIGKILLed; its
   supervisor starts it again, and the matches are taken up where they were.
+* Under ``serve --workers 2``, that worker is SIGSTOPped past its lease, its players knowing only
+  the shared port: they notice after 60 s of silence (spec 4.6), and the matches the other
+  worker took over wait for them (spec 4.10) rather than forfeit them.
 
 Success is judged from what the players were told against the store and the records: every
 player ends with ``match_over`` and no lie, every game ended on the board (no forfeit, no
@@ -30,6 +33,7 @@ import signal
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -202,26 +206,34 @@ async def test_reference_clients_play_on_after_their_node_paused_past_its_lease(
         assert victim.proc is not None and victim.proc.poll() is None  # woken, still up
 
 
-async def test_reference_clients_play_on_after_their_worker_is_killed(tmp_path: Path) -> None:
-    # serve --workers 2: the worker that referees two matches (both modes) is SIGKILLed; its
-    # supervisor starts it again, and its matches are taken up (by it, or by the other worker
-    # once the lease ran out). The players know the shared port and the other worker's own.
+@asynccontextmanager
+async def _two_workers(
+    tmp_path: Path, *, other_own: bool
+) -> AsyncIterator[tuple[str, Server, list[dict[str, Any]], list[MatchHandle]]]:
+    """``serve --workers 2`` on a PostgreSQL of our own, and a blind and a custody match that its
+    first worker referees, their players connected there; they know the shared port, and the
+    other worker's own port if ``other_own``. The database, the supervisor, its workers' status
+    and the match handles."""
     async with (
-        _serving(tmp_path, ("--workers", "2", "--lease", str(LEASE))) as (
-            _,
-            db,
-            (supervisor,),
-        ),
+        _serving(tmp_path, ("--workers", "2", "--lease", str(LEASE))) as (_, db, (supervisor,)),
         AsyncExitStack() as stack,
     ):
         workers = supervisor.status["workers"]
         own = [_hostport(w["own"]) for w in workers]
-        knows = [own[1], supervisor.addr]
+        knows = [own[1], supervisor.addr] if other_own else [supervisor.addr]
         cs = await clients(stack, ["ann", "ben", "cat", "dan"], [own[0]] * 4, knows)
         handles = await _pair(cs[0:2], "blind") + await _pair(cs[2:4], "custody")
-        mids = {h.id for h in handles}
-        for mid in mids:
+        for mid in {h.id for h in handles}:
             assert await node_of(db, mid) == (workers[0]["node"], "playing")
+        yield db, supervisor, workers, handles
+
+
+async def test_reference_clients_play_on_after_their_worker_is_killed(tmp_path: Path) -> None:
+    # serve --workers 2: the worker that referees two matches (both modes) is SIGKILLed; its
+    # supervisor starts it again, and its matches are taken up (by it, or by the other worker
+    # once the lease ran out). The players know the shared port and the other worker's own.
+    async with _two_workers(tmp_path, other_own=True) as (db, supervisor, workers, handles):
+        mids = {h.id for h in handles}
 
         async def kill() -> None:
             os.kill(workers[0]["pid"], signal.SIGKILL)
@@ -241,21 +253,8 @@ async def test_reference_clients_play_on_after_their_worker_paused_past_its_leas
     # serve --workers 2: the worker that referees two matches is SIGSTOPped past its lease and
     # woken once the other worker took them over. The players know only the shared port, which
     # the kernel may still hand a new connection of theirs to the stopped worker's backlog.
-    async with (
-        _serving(tmp_path, ("--workers", "2", "--lease", str(LEASE))) as (
-            _,
-            db,
-            (supervisor,),
-        ),
-        AsyncExitStack() as stack,
-    ):
-        workers = supervisor.status["workers"]
-        own = [_hostport(w["own"]) for w in workers]
-        cs = await clients(stack, ["ann", "ben", "cat", "dan"], [own[0]] * 4, [supervisor.addr])
-        handles = await _pair(cs[0:2], "blind") + await _pair(cs[2:4], "custody")
+    async with _two_workers(tmp_path, other_own=False) as (db, supervisor, workers, handles):
         mids = {h.id for h in handles}
-        for mid in mids:
-            assert await node_of(db, mid) == (workers[0]["node"], "playing")
         pid = workers[0]["pid"]
 
         async def pause() -> None:
