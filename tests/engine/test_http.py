@@ -14,16 +14,14 @@ from typing import Any, Literal
 import h11
 import pytest
 import trio
-from helpers import quick_pair
-from seabattle.client.api import connect
 from seabattle.engine.base import EngineFault
-from seabattle.engine.bridge import play_engine_match
 from seabattle.engine.builtin import BuiltinEngine
 from seabattle.engine.http import HttpEngine
 from seabattle.engine.side import Side
 from seabattle.protocol.record import verify_record
 from seabattle.protocol.rules import preset
 from seabattle.protocol.seat_events import YourTurn
+from test_bridge import server_match
 
 RUSSIAN = preset("russian")
 #: How the service answers one request: (status, body); ``None`` never answers; :data:`CLOSE`
@@ -402,24 +400,8 @@ async def test_an_http_engine_plays_a_verified_match_through_the_bridge(
     nursery: trio.Nursery, server: tuple[str, int]
 ) -> None:
     svc = await service(first_open, nursery)
-    engines = [HttpEngine(svc.url), BuiltinEngine("random")]
-    out: list[Any] = [None, None]
-    try:
-        async with connect(*server) as a, connect(*server) as b:
-            pair = await quick_pair(a, b, {"preset": "russian"}, "blind")
-
-            async def one(i: int) -> None:
-                await engines[i].start()
-                out[i] = await play_engine_match(pair[i], engines[i])
-
-            async with trio.open_nursery() as n:
-                n.start_soon(one, 0)
-                n.start_soon(one, 1)
-            record = await a.get_record(pair[0].id)
-    finally:
-        for engine in engines:
-            await engine.close()
-    assert not out[0].faults and out[0].ended and out[0].engine == "first-open"
+    first, _, record = await server_match(server, [HttpEngine(svc.url), BuiltinEngine("random")])
+    assert not first.faults and first.ended and first.engine == "first-open"
     assert verify_record(record).ok
     moves = [s["body"] for s in svc.seen if s["path"] == "/engine/move"]
     assert moves and all("salt" not in json.dumps(m) for m in moves)
