@@ -328,22 +328,18 @@ class Journal:
         compact_every: int = 8192,
         keep_bytes: int = 256 << 20,
         leftover: FileLog | None = None,
-        hang_after: float = HANG_AFTER,
     ) -> None:
         """A journal writing to ``store``; ``direct``: the fast way for a SQLite store, its own
         connection or a file (closed when :meth:`run` ends); ``compact_every``: rows written
         between compactions (a file: between seals); ``keep_bytes``: sealed segments of a file
         kept before the oldest is moved into the store; ``leftover``:
         a file this journal does not write, moved into the store and let go on start (one that a
-        server alone on this database left, found by one that is a node of a cluster);
-        ``hang_after``: seconds of a write with no answer after which the journal counts as
-        stalled, timed by trio's clock and by :func:`real_time` both."""
+        server alone on this database left, found by one that is a node of a cluster)."""
         self.store = store
         self.window = window
         self.direct = direct
         self.leftover = leftover
         self.compact_every = compact_every
-        self.hang_after = hang_after
         self.keep_bytes = keep_bytes
         if isinstance(direct, FileLog):
             store.on_match_end(direct.ended)
@@ -570,18 +566,19 @@ class Journal:
 
     async def _hang_watch(self) -> None:
         """Count the journal as stalled once a batch's write has waited :data:`HANG_AFTER` for
-        the store without an answer (a frozen store answers neither yes nor no)."""
+        the store without an answer (a frozen store answers neither yes nor no), timed by trio's
+        clock and by :func:`real_time` both."""
         while True:
             await self._began.wait()
             self._began = trio.Event()
             flush = self._flushes
-            await trio.sleep_until(self._writing_since + self.hang_after)
+            await trio.sleep_until(self._writing_since + HANG_AFTER)
             # Real time too: under a virtual clock (tests) trio's time jumps ahead while a write
             # waits on a worker thread, and that is no hang. (Half: the two clocks' readings
             # differ by a rounding.)
-            hung = real_time() - self._writing_wall >= self.hang_after / 2
+            hung = real_time() - self._writing_wall >= HANG_AFTER / 2
             if hung and self._writing and self._flushes == flush and self.stalled_since is None:
-                why = f"the store has not answered for {self.hang_after:g} s"
+                why = f"the store has not answered for {HANG_AFTER:g} s"
                 self._stalled(TimeoutError(why))
 
     def _stalled(self, err: Exception) -> None:
