@@ -30,8 +30,9 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +113,21 @@ async def _all_finished(db: str, addr: tuple[str, int], mids: set[bytes]) -> Non
         await record_verifies(addr, mid)
 
 
+def _three_leases_of(
+    gate: Gate, begin: Callable[[], object], end: Callable[[], object]
+) -> Callable[[], Awaitable[None]]:
+    """The fault for :func:`play_through`: ``begin`` a store fault, open ``gate`` (the shots
+    now are fired into it), and ``end`` it three leases later."""
+
+    async def fault() -> None:
+        await trio.to_thread.run_sync(begin)
+        gate.open.set()
+        await trio.sleep(3 * LEASE)
+        await trio.to_thread.run_sync(end)
+
+    return fault
+
+
 async def test_reference_clients_play_through_a_store_outage_of_three_leases(
     tmp_path: Path,
 ) -> None:
@@ -130,12 +146,7 @@ async def test_reference_clients_play_through_a_store_outage_of_three_leases(
         handles += await team_match(cs[4:8], TEAM)
         gate = Gate(after=24)
 
-        async def outage() -> None:
-            await trio.to_thread.run_sync(pg.stop, "fast")
-            gate.open.set()  # the shots now are fired into the outage
-            await trio.sleep(3 * LEASE)
-            await trio.to_thread.run_sync(pg.start)
-
+        outage = _three_leases_of(gate, partial(pg.stop, "fast"), pg.start)
         results = await play_through(handles, gate, outage)
         assert len(results) == 8
         judge(results)
@@ -161,13 +172,7 @@ async def test_reference_clients_play_through_a_store_frozen_for_three_leases(
         assert sorted(where.values()) == ["n0", "n1"]
         gate = Gate(after=10)
 
-        async def freeze() -> None:
-            await trio.to_thread.run_sync(pg.freeze)
-            gate.open.set()  # the shots now are fired into the freeze
-            await trio.sleep(3 * LEASE)
-            await trio.to_thread.run_sync(pg.thaw)
-
-        results = await play_through(handles, gate, freeze)
+        results = await play_through(handles, gate, _three_leases_of(gate, pg.freeze, pg.thaw))
         assert len(results) == 4
         judge(results)
         await _all_finished(db, a1, mids)
